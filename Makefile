@@ -1,0 +1,70 @@
+# kubelet-walkthrough — `make` lists the targets.
+#
+# The kubernetes version lives in go.mod only (the require line of k8s.io/kubernetes);
+# everything here reads it from there.
+
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+GO          ?= go
+K8S_VERSION := $(shell $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes)
+BIN         := .bin
+CHAPTERS    := $(notdir $(wildcard chapters/[0-9][0-9]-*))
+# Packages light enough for the race detector: those that do not link the kubelet.
+LIGHT_PKGS   = $(shell $(GO) list -f '{{.ImportPath}}{{range .Deps}}{{if eq . "k8s.io/kubernetes/pkg/kubelet"}} heavy{{end}}{{end}}' ./... | grep -v ' heavy' || true)
+TEST_FLAGS  ?=
+BENCH       ?= .
+
+##@ General
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "kubelet-walkthrough on k8s.io/kubernetes $(K8S_VERSION)\n\nUsage: make \033[36m<target>\033[0m\n"} \
+	  /^[a-zA-Z_0-9%-]+:.*?##/ { printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2 } \
+	  /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+	@printf "\nChapters: %s\n" "$(CHAPTERS)"
+
+##@ Run
+
+.PHONY: run
+run: ## The main job: the real kubelet on examples/static-pods, serving /pods until Ctrl-C.
+	@.ci/build-progress ./chapters/04-runkubelet $(BIN)/04-runkubelet
+	@$(BIN)/04-runkubelet $(ARGS)
+
+run-%: ## Run one chapter, e.g. `make run-01-entrypoint ARGS=--help`.
+	@test -d chapters/$* || { echo "no chapter $* (have: $(CHAPTERS))"; exit 1; }
+	@.ci/build-progress ./chapters/$* $(BIN)/$*
+	@$(BIN)/$* $(ARGS)
+
+##@ Test
+
+.PHONY: test
+test: verify-deps vet test-unit test-race ## Everything CI checks (.ci/run calls this).
+
+.PHONY: vet
+vet: ## go vet every package.
+	$(GO) vet ./...
+
+.PHONY: test-unit
+test-unit: ## go test every package, including the runs of every chapter's README commands.
+	$(GO) test -count=1 $(TEST_FLAGS) ./...
+
+.PHONY: test-race
+test-race: ## go test -race on the packages that do not link the kubelet.
+	$(GO) test -count=1 -race $(TEST_FLAGS) $(LIGHT_PKGS)
+
+test-%: ## Test one chapter and its packages, e.g. `make test-04-runkubelet`.
+	$(GO) test -count=1 $(TEST_FLAGS) ./chapters/$*/...
+
+.PHONY: verify-deps
+verify-deps: ## Check that go.mod pins every kubernetes staging module at the matching version.
+	$(GO) test -count=1 -run '^TestStagingReplaces$$' ./chapters/
+
+.PHONY: update-golden
+update-golden: ## Rewrite the sample outputs in the chapter READMEs from real runs.
+	$(GO) test -count=1 -run '^TestChapterREADMEs$$' ./chapters/ -update
+
+.PHONY: bench
+bench: ## Run the benchmarks (side-by-side comparisons, see the chapter notes).
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem ./...

@@ -1,0 +1,274 @@
+// Package realkubelet starts the real k8s.io/kubernetes kubelet inside the calling process.
+//
+// It goes through the same door as the kubelet binary after flag parsing: app.RunKubelet
+// (cmd/kubelet/app/server.go), which calls createAndInitKubelet → kubelet.NewMainKubelet →
+// BirthCry → StartGarbageCollection and then startKubelet, which starts the sync loop and the
+// HTTP servers. What it does not have on a laptop — a container runtime, cAdvisor, cgroups —
+// it takes from k8s.io/kubernetes/pkg/kubemark, the way a kubemark "hollow node" does:
+//
+//   - kubemark.GetHollowKubeletConfig for flags and configuration,
+//   - kubemark.NewHollowKubelet for the dependencies: cAdvisor's testing.Fake,
+//     cm.NewStubContainerManager and a fake CRI runtime (k8s.io/cri-client/pkg/fake) served
+//     over a unix socket, so the kubelet really talks gRPC to a "runtime".
+//
+// Two things kubemark leaves out are added here, because without them the secure port serves
+// plain HTTP to anyone: KubeletDeps.TLSOptions from app.InitializeTLS, and KubeletDeps.Auth
+// from app.BuildAuth (whose CA-reload function is run too).
+//
+// Known limit of v1.37.2: the kubelet's HTTP servers do not watch the context
+// (pkg/kubelet/server/server.go, ListenAndServeKubeletServer), so after Stop the ports stay
+// bound until the process exits; Stop cancels the kubelet's context, stops the fake runtime and
+// removes the temporary directories. A listen failure makes the kubelet call os.Exit(1), so
+// ports are chosen here, once per process, never handed out twice.
+package realkubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	clientset "k8s.io/client-go/kubernetes"
+	remote "k8s.io/cri-client/pkg"
+	fakeremote "k8s.io/cri-client/pkg/fake"
+	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/cmd/kubelet/app"
+	"k8s.io/kubernetes/cmd/kubelet/app/options"
+	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
+	cadvisortest "k8s.io/kubernetes/pkg/kubelet/cadvisor/testing"
+	"k8s.io/kubernetes/pkg/kubelet/cm"
+	"k8s.io/kubernetes/pkg/kubemark"
+)
+
+// DefaultNodeName is the node name used when Options.NodeName is empty.
+const DefaultNodeName = "walkthrough"
+
+// Options say which kubelet to start. The zero value starts a standalone kubelet named
+// DefaultNodeName with a read-only port and an HTTPS port on 127.0.0.1, both chosen at run time,
+// anonymous requests allowed and authorization AlwaysAllow (the kubelet's legacy flag defaults).
+type Options struct {
+	// NodeName is the kubelet's --hostname-override.
+	NodeName string
+	// StaticPodPath is the directory of static pod manifests (staticPodPath); empty means none.
+	StaticPodPath string
+	// Address is the bind address of both HTTP servers. Default 127.0.0.1.
+	Address string
+	// NodeIP is the kubelet's --node-ip. Only meaningful with a KubeClient.
+	NodeIP string
+	// ReadOnlyPort: 0 picks a free port, a negative value disables the read-only server.
+	ReadOnlyPort int
+	// SecurePort: 0 picks a free port, a negative value disables the HTTPS server.
+	SecurePort int
+
+	// TLSCertFile and TLSKeyFile are the serving certificate. When both are empty,
+	// app.InitializeTLS writes a self-signed one into the kubelet's cert directory,
+	// as the real kubelet does.
+	TLSCertFile, TLSKeyFile string
+	// ClientCAFile enables x509 client-certificate authentication (authentication.x509.clientCAFile).
+	ClientCAFile string
+	// DenyAnonymous turns authentication.anonymous.enabled off.
+	DenyAnonymous bool
+	// Webhook turns on TokenReview authentication and SubjectAccessReview authorization
+	// against AuthClient, the way kubeadm and minikube configure their kubelets.
+	Webhook bool
+	// AuthClient answers TokenReviews and SubjectAccessReviews. Defaults to KubeClient.
+	AuthClient clientset.Interface
+
+	// KubeClient and HeartbeatClient connect the kubelet to an apiserver (node registration,
+	// mirror pods, leases). Nil runs the kubelet in standalone mode.
+	KubeClient, HeartbeatClient *clientset.Clientset
+
+	// FileCheckFrequency is how often the static pod directory is re-listed on top of
+	// inotify (fileCheckFrequency). Default 20s, as in the kubelet.
+	FileCheckFrequency time.Duration
+	// Configure, when set, may change flags and configuration last, before the kubelet starts.
+	Configure func(*options.KubeletFlags, *kubeletconfig.KubeletConfiguration)
+}
+
+// Kubelet is a running real kubelet.
+type Kubelet struct {
+	// NodeName is the name the kubelet runs under.
+	NodeName string
+	// ReadOnlyURL is http://address:port of the read-only server, empty when disabled.
+	ReadOnlyURL string
+	// SecureURL is https://address:port of the authenticated server, empty when disabled.
+	SecureURL string
+	// RootDir is the kubelet's --root-dir, a temporary directory removed by Stop.
+	RootDir string
+	// ServingCertFile is the certificate the HTTPS server presents.
+	ServingCertFile string
+	// Config is the configuration the kubelet was started with.
+	Config *kubeletconfig.KubeletConfiguration
+
+	cancel  context.CancelFunc
+	runtime *fakeremote.RemoteRuntime
+	once    sync.Once
+}
+
+// Start builds and starts a real kubelet and returns once its servers accept connections.
+// The kubelet runs until Stop is called or ctx is cancelled.
+func Start(ctx context.Context, opts Options) (*Kubelet, error) {
+	logger := klog.FromContext(ctx)
+	if opts.NodeName == "" {
+		opts.NodeName = DefaultNodeName
+	}
+	if opts.Address == "" {
+		opts.Address = "127.0.0.1"
+	}
+	if opts.FileCheckFrequency == 0 {
+		opts.FileCheckFrequency = 20 * time.Second
+	}
+	readOnlyPort, err := choosePort(opts.Address, opts.ReadOnlyPort)
+	if err != nil {
+		return nil, err
+	}
+	securePort, err := choosePort(opts.Address, opts.SecurePort)
+	if err != nil {
+		return nil, err
+	}
+
+	// kubemark's configuration: a temporary root directory, fast sync periods, no cgroups.
+	flags, config := kubemark.GetHollowKubeletConfig(&kubemark.HollowKubeletOptions{
+		NodeName:            opts.NodeName,
+		KubeletPort:         securePort,
+		KubeletReadOnlyPort: readOnlyPort,
+		MaxPods:             110,
+	})
+	k := &Kubelet{NodeName: opts.NodeName, RootDir: flags.RootDirectory, Config: config}
+	ctx, k.cancel = context.WithCancel(ctx)
+	started := false
+	defer func() {
+		if !started {
+			k.Stop()
+		}
+	}()
+
+	flags.CertDirectory = filepath.Join(flags.RootDirectory, "pki")
+	flags.NodeIP = opts.NodeIP
+	config.Address = opts.Address
+	config.EnableServer = securePort > 0
+	config.StaticPodPath = opts.StaticPodPath
+	config.FileCheckFrequency.Duration = opts.FileCheckFrequency
+	config.TLSCertFile, config.TLSPrivateKeyFile = opts.TLSCertFile, opts.TLSKeyFile
+	config.Authentication.X509.ClientCAFile = opts.ClientCAFile
+	config.Authentication.Anonymous.Enabled = !opts.DenyAnonymous
+	config.Authentication.Webhook.Enabled = opts.Webhook
+	config.Authorization.Mode = kubeletconfig.KubeletAuthorizationModeAlwaysAllow
+	if opts.Webhook {
+		config.Authorization.Mode = kubeletconfig.KubeletAuthorizationModeWebhook
+	}
+	if opts.Configure != nil {
+		opts.Configure(flags, config)
+	}
+
+	// A fake CRI runtime behind a real gRPC socket, as cmd/kubemark/app/hollow_node.go starts it.
+	endpoint := "unix://" + filepath.Join(flags.RootDirectory, "cri.sock")
+	k.runtime = fakeremote.NewFakeRemoteRuntime()
+	if err := k.runtime.Start(endpoint); err != nil {
+		return nil, fmt.Errorf("start fake CRI runtime: %w", err)
+	}
+	runtimeService, err := remote.NewRemoteRuntimeServiceBuilder().
+		WithEndpoint(endpoint).WithConnectionTimeout(15 * time.Second).Build(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("connect to fake CRI runtime: %w", err)
+	}
+
+	hollow := kubemark.NewHollowKubelet(flags, config,
+		opts.KubeClient, opts.HeartbeatClient,
+		&cadvisortest.Fake{NodeName: opts.NodeName},
+		k.runtime.ImageService, runtimeService,
+		cm.NewStubContainerManager())
+	deps := hollow.KubeletDeps
+	if opts.KubeClient == nil {
+		// NewHollowKubelet stored a typed nil *Clientset; the kubelet tests the interface
+		// against nil, so standalone mode needs a true nil interface.
+		deps.KubeClient, deps.HeartbeatClient = nil, nil
+	}
+
+	// What kubemark leaves nil: the serving certificate and authentication/authorization.
+	deps.TLSOptions, err = app.InitializeTLS(ctx, flags, config)
+	if err != nil {
+		return nil, fmt.Errorf("initialize TLS: %w", err)
+	}
+	k.ServingCertFile = config.TLSCertFile
+	authClient := opts.AuthClient
+	if authClient == nil && opts.KubeClient != nil {
+		authClient = opts.KubeClient
+	}
+	auth, runCAReload, err := app.BuildAuth(types.NodeName(opts.NodeName), authClient, *config)
+	if err != nil {
+		return nil, fmt.Errorf("build kubelet authentication/authorization: %w", err)
+	}
+	deps.Auth = auth
+	runCAReload(ctx.Done())
+
+	startMu.Lock()
+	defer startMu.Unlock()
+	unregisterKubeletCollectors()
+	logger.V(1).Info("Starting the real kubelet", "node", opts.NodeName, "rootDir", flags.RootDirectory,
+		"readOnlyPort", readOnlyPort, "securePort", securePort, "staticPodPath", opts.StaticPodPath)
+	if err := app.RunKubelet(ctx, &options.KubeletServer{KubeletFlags: *flags, KubeletConfiguration: *config}, deps); err != nil {
+		return nil, fmt.Errorf("app.RunKubelet: %w", err)
+	}
+
+	if readOnlyPort > 0 {
+		k.ReadOnlyURL = "http://" + net.JoinHostPort(opts.Address, strconv.Itoa(readOnlyPort))
+	}
+	if securePort > 0 {
+		k.SecureURL = "https://" + net.JoinHostPort(opts.Address, strconv.Itoa(securePort))
+	}
+	if err := waitMetricsRegistered(ctx, flags.RootDirectory); err != nil {
+		return nil, err
+	}
+	for _, port := range []int{readOnlyPort, securePort} {
+		if port > 0 {
+			if err := waitListening(ctx, net.JoinHostPort(opts.Address, strconv.Itoa(port))); err != nil {
+				return nil, err
+			}
+		}
+	}
+	started = true
+	return k, nil
+}
+
+// Stop cancels the kubelet's context, stops the fake runtime and removes the kubelet's root
+// directory. It is safe to call more than once.
+func (k *Kubelet) Stop() {
+	k.once.Do(func() {
+		k.cancel()
+		if k.runtime != nil {
+			k.runtime.Stop()
+		}
+		if k.RootDir != "" {
+			_ = os.RemoveAll(k.RootDir)
+		}
+	})
+}
+
+// Get sends GET path to the read-only server and returns the response body.
+func (k *Kubelet) Get(ctx context.Context, path string) ([]byte, error) {
+	if k.ReadOnlyURL == "" {
+		return nil, errors.New("the read-only server is disabled")
+	}
+	return get(ctx, http.DefaultClient, k.ReadOnlyURL+path)
+}
+
+// Version is the k8s.io/kubernetes module version this program was built with.
+func Version() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range info.Deps {
+			if dep.Path == "k8s.io/kubernetes" {
+				return dep.Version
+			}
+		}
+	}
+	return "(unknown)"
+}
