@@ -32,6 +32,7 @@ import (
 	"k8s.io/component-base/cli"
 	"k8s.io/klog/v2"
 
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/03-run/kubeletlog"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/podtable"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/realkubelet"
 )
@@ -46,10 +47,12 @@ func main() {
 type runOptions struct {
 	staticPodPath string
 	nodeName      string
-	readOnlyPort  int
-	kubeletLog    string
-	wait          time.Duration
-	once          bool
+	// absStaticPodPath is what the kubelet gets: it resolves nothing against its working directory.
+	absStaticPodPath string
+	readOnlyPort     int
+	kubeletLog       string
+	wait             time.Duration
+	once             bool
 
 	out io.Writer
 }
@@ -89,7 +92,7 @@ func (o *runOptions) complete() error {
 	if !info.IsDir() {
 		return fmt.Errorf("static pod path %s is not a directory", o.staticPodPath)
 	}
-	o.staticPodPath, err = filepath.Abs(o.staticPodPath)
+	o.absStaticPodPath, err = filepath.Abs(o.staticPodPath)
 	return err
 }
 
@@ -100,7 +103,7 @@ func (o *runOptions) run(ctx context.Context) error {
 
 	// The kubelet logs a lot through klog. Unless asked otherwise, its lines go to a file so
 	// that the table stays readable; the file's path is printed.
-	logFile, closeLog, err := redirectKlog(o.kubeletLog)
+	logFile, closeLog, err := kubeletlog.ToFile(o.kubeletLog)
 	if err != nil {
 		return err
 	}
@@ -109,7 +112,7 @@ func (o *runOptions) run(ctx context.Context) error {
 	start := time.Now()
 	k, err := realkubelet.Start(ctx, realkubelet.Options{
 		NodeName:      o.nodeName,
-		StaticPodPath: o.staticPodPath,
+		StaticPodPath: o.absStaticPodPath,
 		ReadOnlyPort:  o.readOnlyPort,
 	})
 	if err != nil {

@@ -1,0 +1,81 @@
+// Package kubeletlog points klog — the kubelet's logger, a process-wide one — somewhere other
+// than stderr, so that a chapter's own output stays readable next to the real kubelet's log.
+package kubeletlog
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+
+	"k8s.io/klog/v2"
+)
+
+// setStderrThreshold sets klog's -stderrthreshold, which has no setter function. Above it,
+// lines are copied to stderr even when klog writes elsewhere.
+func setStderrThreshold(level string) {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	_ = fs.Set("stderrthreshold", level)
+}
+
+// redirect sends every klog line to w until the returned function restores stderr.
+func redirect(w interface{ Write([]byte) (int, error) }) (restore func()) {
+	setStderrThreshold("FATAL")
+	klog.LogToStderr(false)
+	klog.SetOutput(w)
+	return func() {
+		klog.Flush()
+		klog.SetOutput(os.Stderr)
+		klog.LogToStderr(true)
+		setStderrThreshold("ERROR")
+	}
+}
+
+// ToFile sends klog's output to path ("-" keeps stderr; "" makes a temporary file that the
+// returned function removes). It returns the file's name, to print for the reader.
+func ToFile(path string) (string, func(), error) {
+	if path == "-" {
+		return "stderr", func() {}, nil
+	}
+	var f *os.File
+	var err error
+	temporary := path == ""
+	if temporary {
+		f, err = os.CreateTemp("", "kubelet-walkthrough-*.log")
+	} else {
+		f, err = os.Create(path)
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("kubelet log: %w", err)
+	}
+	restore := redirect(f)
+	return f.Name(), func() {
+		restore()
+		_ = f.Close()
+		if temporary {
+			_ = os.Remove(f.Name())
+		}
+	}, nil
+}
+
+// klogHeader is "I1130 13:27:11.948563   29998 " — severity, date, time, thread id.
+var klogHeader = regexp.MustCompile(`^([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ `)
+
+// Capture runs fn with klog writing into a buffer and returns the lines logged, each without
+// its date, time and thread id: "I watchdog_linux.go:94] \"Systemd watchdog is not enabled\"".
+func Capture(fn func()) []string {
+	var buf bytes.Buffer
+	restore := redirect(&buf)
+	fn()
+	restore()
+	var lines []string
+	for _, line := range strings.Split(strings.TrimRight(buf.String(), "\n"), "\n") {
+		if line != "" {
+			lines = append(lines, klogHeader.ReplaceAllString(line, "$1 "))
+		}
+	}
+	return lines
+}
