@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"strings"
@@ -22,10 +23,16 @@ func setStderrThreshold(level string) {
 }
 
 // redirect sends every klog line to w until the returned function restores stderr.
-func redirect(w interface{ Write([]byte) (int, error) }) (restore func()) {
+//
+// klog writes a line of severity S to the outputs of S and of every lower severity, so only the
+// INFO output is w (the others discard): each line reaches w once.
+func redirect(w io.Writer) (restore func()) {
 	setStderrThreshold("FATAL")
 	klog.LogToStderr(false)
-	klog.SetOutput(w)
+	klog.SetOutputBySeverity("INFO", w)
+	for _, severity := range []string{"WARNING", "ERROR", "FATAL"} {
+		klog.SetOutputBySeverity(severity, io.Discard)
+	}
 	return func() {
 		klog.Flush()
 		klog.SetOutput(os.Stderr)
