@@ -16,6 +16,7 @@ CHAPTERS    := $(notdir $(wildcard chapters/[0-9][0-9]-*))
 # Packages light enough for the race detector: those that do not link the kubelet.
 LIGHT_PKGS   = $(shell $(GO) list -f '{{.ImportPath}}{{range .Deps}}{{if eq . "k8s.io/kubernetes/pkg/kubelet"}} heavy{{end}}{{end}}' ./... | grep -v ' heavy' || true)
 TEST_FLAGS  ?=
+K8S         ?=
 BENCH       ?= .
 
 ##@ General
@@ -42,7 +43,7 @@ run-%: ## Run one chapter, e.g. `make run-01-entrypoint ARGS=--help`.
 ##@ Test
 
 .PHONY: test
-test: verify-deps vet test-unit test-race ## Everything CI checks (.ci/run calls this).
+test: verify-deps verify-notes vet test-unit test-race ## Everything CI checks (.ci/run calls this).
 
 .PHONY: vet
 vet: ## go vet every package.
@@ -62,6 +63,10 @@ test-%: ## Test one chapter and its packages, e.g. `make test-04-runkubelet`.
 .PHONY: verify-deps
 verify-deps: ## Check that go.mod pins every kubernetes staging module at the matching version.
 	$(GO) test -count=1 -run '^TestStagingReplaces$$' ./chapters/
+
+.PHONY: verify-notes
+verify-notes: ## Check every source citation against the pinned module; K8S=v1.38.0 lists what an upgrade breaks.
+	K8S_VERSION=$(K8S) $(GO) test -count=1 -v -run '^TestCitations$$' ./notes/ | grep -E '^\s+citations_test|^(ok|FAIL|---)'
 
 .PHONY: update-golden
 update-golden: ## Rewrite the sample outputs in the chapter READMEs from real runs.

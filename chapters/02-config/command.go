@@ -62,7 +62,7 @@ func (o *configOptions) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("load %s: %w", o.config, err)
 	}
-	fmt.Fprintf(o.out, "Loaded %s with the kubelet's loader: strict decoding, v1beta1 defaults, conversion, paths resolved.\n", o.config)
+	fmt.Fprintf(o.out, "Loaded %s with the kubelet's loader: decoded, defaulted (v1beta1), converted, paths resolved.\n", o.config)
 
 	// 2. The same file with the command line parsed over it.
 	effective, err := configload.LoadConfigFile(ctx, o.config)

@@ -98,7 +98,7 @@ func (o *runOptions) run(ctx context.Context) error {
 		var note string
 		logged := kubeletlog.Capture(func() { result, note = st.do(ctx, s) })
 		counts[result]++
-		fmt.Fprintf(o.out, "%2d. %-50s server.go%-12s %s\n    %s\n", i+1, st.name, st.lines, result, note)
+		fmt.Fprintf(o.out, "%2d. %-50s %-21s %s\n    %s\n", i+1, st.name, st.lines(), result, note)
 		for _, line := range logged {
 			fmt.Fprintf(o.out, "    kubelet log: %s\n", line)
 		}

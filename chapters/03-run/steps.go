@@ -42,15 +42,22 @@ type state struct {
 	tmp        string
 }
 
-// step is one step of run, its lines in cmd/kubelet/app/server.go and what this chapter does.
+// step is one step of run: a name, where it is (a citation that the notes' checker verifies:
+// the text in parentheses must be in those lines), and what this chapter does with it.
 type step struct {
-	name  string
-	lines string
-	do    func(ctx context.Context, s *state) (outcome, string)
+	name string
+	cite string
+	do   func(ctx context.Context, s *state) (outcome, string)
+}
+
+// lines is the citation's "server.go#La-Lb" part, for the table.
+func (s step) lines() string {
+	cite, _, _ := strings.Cut(s.cite, " ")
+	return filepath.Base(cite)
 }
 
 var steps = []step{
-	{"health checker (systemd watchdog)", "#L660-L665", func(ctx context.Context, s *state) (outcome, string) {
+	{"health checker (systemd watchdog)", "cmd/kubelet/app/server.go#L660-L665 (healthChecker.Start(ctx))", func(ctx context.Context, s *state) (outcome, string) {
 		hc, err := watchdog.NewHealthChecker(klog.FromContext(ctx))
 		if err != nil {
 			return failed, err.Error()
@@ -61,13 +68,13 @@ var steps = []step{
 		}
 		return ran, "systemd watchdog configured: the checker pings it"
 	}},
-	{"feature gates from the configuration", "#L667-L673", func(_ context.Context, s *state) (outcome, string) {
+	{"feature gates from the configuration", "cmd/kubelet/app/server.go#L667-L673 (metricsfeatures.ApplyFeatureGates)", func(_ context.Context, s *state) (outcome, string) {
 		if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(s.server.FeatureGates); err != nil {
 			return failed, err.Error()
 		}
 		return ran, fmt.Sprintf("%d gates set by the file or flags; the rest keep their v1.37 defaults", len(s.server.FeatureGates))
 	}},
-	{"validate flags and configuration", "#L675-L677", func(_ context.Context, s *state) (outcome, string) {
+	{"validate flags and configuration", "cmd/kubelet/app/server.go#L675-L677 (options.ValidateKubeletServer(s))", func(_ context.Context, s *state) (outcome, string) {
 		if err := options.ValidateKubeletServer(s.server); err != nil {
 			if strings.Contains(err.Error(), "cgroup v1") {
 				return failed, "[this host] uses cgroup v1 and failCgroupV1 is true: the kubelet stops here (the walk goes on)"
@@ -76,7 +83,7 @@ var steps = []step{
 		}
 		return ran, "[this host] valid"
 	}},
-	{"MemoryQoS warnings", "#L680-L693", func(context.Context, *state) (outcome, string) {
+	{"MemoryQoS warnings", "cmd/kubelet/app/server.go#L680-L693 (features.MemoryQoS)", func(context.Context, *state) (outcome, string) {
 		if !utilfeature.DefaultFeatureGate.Enabled(features.MemoryQoS) {
 			return noop, "MemoryQoS gate off"
 		}
@@ -85,20 +92,20 @@ var steps = []step{
 		}
 		return ran, "MemoryQoS gate on; [this host] uses cgroup v2: the kubelet checks the kernel version"
 	}},
-	{"lock file", "#L695-L710", func(_ context.Context, s *state) (outcome, string) {
+	{"lock file", "cmd/kubelet/app/server.go#L695-L710 (s.LockFilePath)", func(_ context.Context, s *state) (outcome, string) {
 		if s.server.LockFilePath == "" {
 			return noop, "no --lock-file"
 		}
 		return skipped, "would flock " + s.server.LockFilePath
 	}},
-	{"standalone mode?", "#L717-L720", func(_ context.Context, s *state) (outcome, string) {
+	{"standalone mode?", "cmd/kubelet/app/server.go#L717-L720 (standaloneMode)", func(_ context.Context, s *state) (outcome, string) {
 		s.standalone = s.server.KubeConfig == ""
 		if s.standalone {
 			return ran, "no --kubeconfig: standalone, no API client at all"
 		}
 		return ran, "--kubeconfig given: the kubelet will talk to an apiserver"
 	}},
-	{"dependencies (UnsecuredDependencies)", "#L722-L727", func(ctx context.Context, s *state) (outcome, string) {
+	{"dependencies (UnsecuredDependencies)", "cmd/kubelet/app/server.go#L722-L727 (UnsecuredDependencies)", func(ctx context.Context, s *state) (outcome, string) {
 		// The kubelet binary has built them already, in NewKubeletCommand's RunE.
 		deps, err := app.UnsecuredDependencies(ctx, s.server, utilfeature.DefaultFeatureGate)
 		if err != nil {
@@ -107,7 +114,7 @@ var steps = []step{
 		return ran, fmt.Sprintf("%d volume plugins; a self-signed serving certificate written to %s",
 			len(deps.VolumePlugins), filepath.Base(filepath.Dir(deps.TLSOptions.CertFile))+"/"+filepath.Base(deps.TLSOptions.CertFile))
 	}},
-	{"node name", "#L729-L733", func(_ context.Context, s *state) (outcome, string) {
+	{"node name", "cmd/kubelet/app/server.go#L729-L733 (nodeutil.GetHostname)", func(_ context.Context, s *state) (outcome, string) {
 		name, err := nodeutil.GetHostname(s.server.HostnameOverride)
 		if err != nil {
 			return failed, err.Error()
@@ -118,13 +125,13 @@ var steps = []step{
 		}
 		return ran, fmt.Sprintf("this machine's hostname, lower-cased: [this host] %q", name)
 	}},
-	{"API clients", "#L735-L787", func(_ context.Context, s *state) (outcome, string) {
+	{"API clients", "cmd/kubelet/app/server.go#L735-L787 (case standaloneMode:)", func(_ context.Context, s *state) (outcome, string) {
 		if s.standalone {
 			return ran, "standalone: KubeClient, EventClient and HeartbeatClient set to nil"
 		}
 		return skipped, "would build three clients from " + s.server.KubeConfig + " (chapter 07 runs one against a real apiserver)"
 	}},
-	{"authentication and authorization (BuildAuth)", "#L789-L796", func(ctx context.Context, s *state) (outcome, string) {
+	{"authentication and authorization (BuildAuth)", "cmd/kubelet/app/server.go#L789-L796 (BuildAuth()", func(ctx context.Context, s *state) (outcome, string) {
 		_, runCAReload, err := app.BuildAuth(nodeNameOf(s), nil, s.server.KubeletConfiguration)
 		if err != nil {
 			return failed, fmt.Sprintf("%v: a standalone kubelet needs authentication.webhook.enabled=false and authorization.mode=AlwaysAllow (chapter 04 sets them)", err)
@@ -133,20 +140,20 @@ var steps = []step{
 		return ran, fmt.Sprintf("anonymous=%t, webhook=%t, authorization=%s",
 			s.server.Authentication.Anonymous.Enabled, s.server.Authentication.Webhook.Enabled, s.server.Authorization.Mode)
 	}},
-	{"container runtime (PreInitRuntimeService)", "#L798-L800", func(_ context.Context, s *state) (outcome, string) {
+	{"container runtime (PreInitRuntimeService)", "cmd/kubelet/app/server.go#L798-L800 (kubelet.PreInitRuntimeService)", func(_ context.Context, s *state) (outcome, string) {
 		endpoint := s.server.ContainerRuntimeEndpoint
 		if _, err := os.Stat(strings.TrimPrefix(endpoint, "unix://")); err != nil {
 			return skipped, "no runtime at " + endpoint + " [this host]"
 		}
 		return skipped, "a runtime listens at " + endpoint + ", this chapter leaves it alone [this host]"
 	}},
-	{"CRI stats support check", "#L802-L811", func(context.Context, *state) (outcome, string) {
+	{"CRI stats support check", "cmd/kubelet/app/server.go#L802-L811 (PodSandboxStats)", func(context.Context, *state) (outcome, string) {
 		return skipped, "asks the runtime for PodSandboxStats; chapter 04 gives the kubelet a fake CRI runtime"
 	}},
-	{"cgroup driver from the runtime", "#L814-L816", func(_ context.Context, s *state) (outcome, string) {
+	{"cgroup driver from the runtime", "cmd/kubelet/app/server.go#L814-L816 (getCgroupDriverFromCRI)", func(_ context.Context, s *state) (outcome, string) {
 		return skipped, fmt.Sprintf("asks the runtime; without an answer the configured %q stays", s.server.CgroupDriver)
 	}},
-	{"/configz", "#L819-L822", func(_ context.Context, s *state) (outcome, string) {
+	{"/configz", "cmd/kubelet/app/server.go#L819-L822 (initConfigz)", func(_ context.Context, s *state) (outcome, string) {
 		cz, err := configz.New("kubeletconfig")
 		if err != nil {
 			return failed, err.Error()
@@ -158,20 +165,20 @@ var steps = []step{
 		cz.Set(versioned)
 		return ran, "the effective configuration registered for GET /configz"
 	}},
-	{"cgroup roots", "#L824-L842", func(_ context.Context, s *state) (outcome, string) {
+	{"cgroup roots", "cmd/kubelet/app/server.go#L824-L842 (cm.NodeAllocatableRoot)", func(_ context.Context, s *state) (outcome, string) {
 		root := cm.NodeAllocatableRoot(s.server.CgroupRoot, s.server.CgroupsPerQOS, s.server.CgroupDriver)
 		return ran, fmt.Sprintf("pods go under %s (cgroupsPerQOS=%t, driver %s)", root, s.server.CgroupsPerQOS, s.server.CgroupDriver)
 	}},
-	{"cAdvisor", "#L844-L851", func(context.Context, *state) (outcome, string) {
+	{"cAdvisor", "cmd/kubelet/app/server.go#L844-L851 (cadvisor.New()", func(context.Context, *state) (outcome, string) {
 		return skipped, "cadvisor.New watches every cgroup of the machine; chapter 04 uses cadvisor's testing.Fake"
 	}},
-	{"event recorder", "#L854", func(_ context.Context, s *state) (outcome, string) {
+	{"event recorder", "cmd/kubelet/app/server.go#L854 (makeEventRecorder(ctx, kubeDeps, nodeName))", func(_ context.Context, s *state) (outcome, string) {
 		if s.standalone {
 			return noop, "no apiserver: events only go to the log"
 		}
 		return skipped, "would send events to the apiserver"
 	}},
-	{"container manager (cgroups, eviction, QoS, resources)", "#L856-L970", func(_ context.Context, s *state) (outcome, string) {
+	{"container manager (cgroups, eviction, QoS, resources)", "cmd/kubelet/app/server.go#L856-L970 (cm.NewContainerManager()", func(_ context.Context, s *state) (outcome, string) {
 		thresholds, err := eviction.ParseThresholdConfig(nil, s.server.EvictionHard, nil, nil, nil)
 		if err != nil {
 			return failed, err.Error()
@@ -183,24 +190,24 @@ var steps = []step{
 		sort.Strings(hard)
 		return skipped, fmt.Sprintf("parsed hard eviction %s; cm.NewContainerManager needs root and cgroups (chapter 04: cm.NewStubContainerManager)", strings.Join(hard, ", "))
 	}},
-	{"startup latency trackers", "#L972-L978", func(ctx context.Context, _ *state) (outcome, string) {
+	{"startup latency trackers", "cmd/kubelet/app/server.go#L972-L978 (NewPodStartupLatencyTracker)", func(ctx context.Context, _ *state) (outcome, string) {
 		_ = kubeletutil.NewPodStartupLatencyTracker()
 		_ = kubeletutil.NewNodeStartupLatencyTracker(klog.FromContext(ctx))
 		return ran, "pod and node startup trackers created"
 	}},
-	{"OOM score of the kubelet process", "#L981-L984", func(_ context.Context, s *state) (outcome, string) {
+	{"OOM score of the kubelet process", "cmd/kubelet/app/server.go#L981-L984 (ApplyOOMScoreAdj)", func(_ context.Context, s *state) (outcome, string) {
 		return skipped, fmt.Sprintf("would write %d to this process's oom_score_adj; needs privileges", s.server.OOMScoreAdj)
 	}},
-	{"RunKubelet", "#L986-L988", func(context.Context, *state) (outcome, string) {
+	{"RunKubelet", "cmd/kubelet/app/server.go#L986-L988 (RunKubelet(ctx, s, kubeDeps))", func(context.Context, *state) (outcome, string) {
 		return skipped, "chapter 04 runs it"
 	}},
-	{"healthz server", "#L990-L999", func(_ context.Context, s *state) (outcome, string) {
+	{"healthz server", "cmd/kubelet/app/server.go#L990-L999 (healthz.InstallHandler(mux))", func(_ context.Context, s *state) (outcome, string) {
 		if s.server.HealthzPort <= 0 {
 			return noop, "healthzPort 0"
 		}
 		return skipped, fmt.Sprintf("would listen on %s:%d", s.server.HealthzBindAddress, s.server.HealthzPort)
 	}},
-	{"tell systemd it is ready (sd_notify)", "#L1002", func(context.Context, *state) (outcome, string) {
+	{"tell systemd it is ready (sd_notify)", "cmd/kubelet/app/server.go#L1002 (daemon.SdNotify)", func(context.Context, *state) (outcome, string) {
 		if os.Getenv("NOTIFY_SOCKET") == "" {
 			sent, err := daemon.SdNotify(false, daemon.SdNotifyReady)
 			if err == nil && !sent {
@@ -209,7 +216,7 @@ var steps = []step{
 		}
 		return skipped, "NOTIFY_SOCKET is set: this chapter does not notify your systemd"
 	}},
-	{"wait for the context or the lock file", "#L1004-L1009", func(context.Context, *state) (outcome, string) {
+	{"wait for the context or the lock file", "cmd/kubelet/app/server.go#L1004-L1009 (case <-ctx.Done():)", func(context.Context, *state) (outcome, string) {
 		return skipped, "the real run blocks here until the kubelet is told to stop"
 	}},
 }

@@ -32,10 +32,11 @@ func LoadConfigFile(ctx context.Context, name string) (*kubeletconfig.KubeletCon
 	if err != nil {
 		return nil, err
 	}
-	// …read by the file-system loader, whose codecs decode strictly (unknown fields are an
-	// error), run the v1beta1 defaults, convert to the internal type, and resolve relative
-	// paths such as staticPodPath against the file's directory
-	// (pkg/kubelet/kubeletconfig/configfiles/configfiles.go#L65-L84 (func (loader *fsLoader) Load)).
+	// …read by the file-system loader, which decodes strictly first and, if only strictness
+	// failed (an unknown or duplicated field), decodes again leniently and logs a warning — a
+	// misspelt field does not stop the kubelet. Then the v1beta1 defaults, the conversion to
+	// the internal type, and relative paths such as staticPodPath resolved against the file's
+	// directory (pkg/kubelet/kubeletconfig/configfiles/configfiles.go#L65-L84 (func (loader *fsLoader) Load)).
 	loader, err := configfiles.NewFsLoader(&utilfs.DefaultFs{}, path)
 	if err != nil {
 		return nil, err

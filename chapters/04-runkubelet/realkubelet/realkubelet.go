@@ -33,6 +33,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -152,6 +153,9 @@ func Start(ctx context.Context, opts Options) (*Kubelet, error) {
 	}()
 
 	flags.CertDirectory = filepath.Join(flags.RootDirectory, "pki")
+	// RunKubelet sets this process's open-file limit to maxOpenFiles, soft and hard; kubemark's
+	// 1024 would cap every other server in the process. Keep the limit the process has.
+	config.MaxOpenFiles = openFileLimit()
 	flags.NodeIP = opts.NodeIP
 	config.Address = opts.Address
 	config.EnableServer = securePort > 0
@@ -271,4 +275,13 @@ func Version() string {
 		}
 	}
 	return "(unknown)"
+}
+
+// openFileLimit is the process's hard open-file limit, which RunKubelet then leaves as it is.
+func openFileLimit() int64 {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Max > 1<<20 {
+		return 1 << 20
+	}
+	return int64(rl.Max)
 }
