@@ -1,0 +1,283 @@
+package staticpods
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
+)
+
+// The kubelet lower-cases its node name (nodeutil.GetHostname); the file source does not, and
+// an upper-case name makes every pod invalid (spec.nodeName must be lower case). Both are tried.
+var nodes = []types.NodeName{"node-a", "Node-B"}
+
+func corpusDir(t *testing.T) string {
+	dir, err := filepath.Abs("testdata/manifests")
+	require.NoError(t, err)
+	return dir
+}
+
+// Every file of the corpus, decoded by the kubelet's code and by the toy's: both refuse it, or
+// both make the same pod.
+func TestDecodeMatchesKubelet(t *testing.T) {
+	dir := corpusDir(t)
+	var files []string
+	require.NoError(t, filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files = append(files, path)
+		}
+		return err
+	}))
+	accepted := 0
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			continue // the dangling symlink
+		}
+		for _, node := range nodes {
+			t.Run(filepath.Base(file)+"@"+string(node), func(t *testing.T) {
+				want, wantErr := realDecode(data, file, node)
+				got, gotErr := Decode(data, file, node)
+				if wantErr != nil {
+					require.Error(t, gotErr, "the kubelet refuses it: %v", wantErr)
+					return
+				}
+				require.NoError(t, gotErr)
+				assert.Equal(t, want, got)
+				accepted++
+			})
+		}
+	}
+	assert.Greater(t, accepted, 10, "the corpus must have valid manifests too")
+}
+
+// The whole corpus directory, through the kubelet's file source and PodConfig and through the
+// toy's List and Merger: the same first update.
+func TestListMatchesKubeletFileSource(t *testing.T) {
+	dir := corpusDir(t)
+	for _, node := range nodes {
+		t.Run(string(node), func(t *testing.T) {
+			want := startReal(t, dir, node, time.Hour).firstUpdate(t)
+
+			listing, err := List(dir, node)
+			require.NoError(t, err)
+			got := NewMerger().Merge(listing.Pods)
+			require.Len(t, got, 1)
+			assert.Equal(t, want.Op, got[0].Op)
+			assert.Equal(t, want.Source, got[0].Source)
+			assert.Equal(t, comparable(want.Pods), comparable(got[0].Pods))
+
+			var names []string
+			for _, p := range comparable(got[0].Pods) {
+				names = append(names, p.Namespace+"/"+strings.TrimSuffix(p.Name, "-"+string(node)))
+			}
+			if node != types.NodeName(strings.ToLower(string(node))) {
+				assert.Empty(t, names, "spec.nodeName %q is not a valid name", node)
+				return
+			}
+			assert.Equal(t, []string{
+				"default/dup", "default/from-json", "default/linked", "default/multi-first",
+				"default/preset-uid", "default/web", "kube-system/hostpath-and-status", "kube-system/no-extension",
+			}, names)
+		})
+	}
+}
+
+// Why each rejected corpus file is rejected, as List reports it.
+func TestListReasons(t *testing.T) {
+	dir := corpusDir(t)
+	listing, err := List(dir, "node-a")
+	require.NoError(t, err)
+	reasons := map[string]string{}
+	for _, r := range listing.Rejected {
+		reasons[strings.TrimPrefix(r.File, dir+"/")] = r.Reason.Error()
+	}
+	want := map[string]string{
+		"binary.bin":              "couldn't parse as pod",
+		"configmap.yaml":          "the manifest is a *core.ConfigMap, not a Pod",
+		"dangling.yaml":           "no such file or directory",
+		"deployment.yaml":         "couldn't parse as pod",
+		"dup-a.yaml":              "pod default/dup-node-a is declared again by dup-b.yaml, which wins",
+		"empty.yaml":              "couldn't parse as pod",
+		"env-from-configmap.yaml": "static pods may not reference configmaps",
+		"invalid-name.yaml":       "invalid pod",
+		"no-kind.yaml":            "couldn't parse as pod",
+		"podlist.yaml":            "the manifest is a *core.PodList, not a Pod",
+		"scheduling-gates.yaml":   "invalid pod",
+		"secret-volume.yaml":      "static pods may not reference secrets",
+		"service-account.yaml":    "static pods may not reference serviceaccounts",
+		"subdir":                  "a directory: the kubelet does not look into sub-directories",
+		"targets":                 "a directory",
+		"unnamed.yaml":            "name is needed for the pod",
+	}
+	require.Len(t, reasons, len(want), "%v", reasons)
+	for file, reason := range want {
+		assert.Contains(t, reasons[file], reason, file)
+	}
+}
+
+// The size limit, at its edge: one byte under is read, the limit itself is refused.
+func TestSizeLimitMatchesKubelet(t *testing.T) {
+	dir := t.TempDir()
+	manifest := func(name string, size int) {
+		head := fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\nspec:\n  containers:\n  - name: main\n    image: registry.k8s.io/pause:3.10.2\n#", name)
+		body := head + strings.Repeat("x", size-len(head)-1) + "\n"
+		require.Len(t, body, size)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name+".yaml"), []byte(body), 0o644))
+	}
+	manifest("just-under", MaxManifestSize-1)
+	manifest("at-the-limit", MaxManifestSize)
+
+	want := startReal(t, dir, "node", time.Hour).firstUpdate(t)
+	listing, err := List(dir, "node")
+	require.NoError(t, err)
+	require.Len(t, listing.Pods, 1)
+	assert.Equal(t, "just-under-node", listing.Pods[0].Name)
+	assert.Equal(t, comparable(want.Pods), comparable(NewMerger().Merge(listing.Pods)[0].Pods))
+	require.Len(t, listing.Rejected, 1)
+	assert.Contains(t, listing.Rejected[0].Reason.Error(), "the kubelet's limit")
+}
+
+// An operation as the tests compare them: the op and the pod, by name and UID.
+type op struct {
+	Op   kubetypes.PodOperation
+	Name string
+	UID  types.UID
+}
+
+// flatten lists the operations of an edit's updates, in a canonical order: the kubelet splits
+// an edit over one update per inotify event where the toy, re-listing, may send one update, so
+// the two are compared as the set of operations each edit caused.
+func flatten(updates []kubetypes.PodUpdate) []op {
+	var out []op
+	for _, u := range updates {
+		for _, p := range u.Pods {
+			out = append(out, op{u.Op, p.Namespace + "/" + p.Name, p.UID})
+		}
+		if len(u.Pods) == 0 {
+			out = append(out, op{u.Op, "(none)", ""})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Op != out[j].Op {
+			return out[i].Op < out[j].Op
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// A scripted series of edits on one directory watched by both the kubelet's file source and the
+// toy's: after each edit settles, both must have sent the same operations on the same pods.
+func TestEditsMatchKubelet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("watches a directory through a series of edits")
+	}
+	const period = 250 * time.Millisecond
+	dir := t.TempDir()
+	write := func(name, content string) { // atomically, as editors and `kubectl cp` do
+		tmp := filepath.Join(dir, ".tmp-"+name)
+		require.NoError(t, os.WriteFile(tmp, []byte(content), 0o644))
+		require.NoError(t, os.Rename(tmp, filepath.Join(dir, name)))
+	}
+	pod := func(name, image, extra string) string {
+		return fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\n%sspec:\n  containers:\n  - name: main\n    image: %s\n", name, extra, image)
+	}
+	write("web.yaml", pod("web", "nginx:1", ""))
+	write("etcd.yaml", pod("etcd", "etcd:3", "  namespace: kube-system\n"))
+
+	real := startReal(t, dir, "node-a", period)
+	toy := startToy(t, dir, "node-a", period)
+
+	uid := "  uid: 3a1f8a52-0000-4000-8000-000000000001\n"
+	steps := []struct {
+		name string
+		edit func()
+		want []kubetypes.PodOperation // the operations expected, for a readable failure
+	}{
+		// want is in flatten's order: ADD, DELETE, REMOVE, UPDATE, RECONCILE.
+		{"start", func() {}, []kubetypes.PodOperation{kubetypes.ADD, kubetypes.ADD}},
+		{"create", func() { write("scheduler.yaml", pod("scheduler", "sched:1", "")) }, []kubetypes.PodOperation{kubetypes.ADD}},
+		{"modify", func() { write("web.yaml", pod("web", "nginx:2", "")) }, []kubetypes.PodOperation{kubetypes.ADD, kubetypes.REMOVE}},
+		{"rename", func() {
+			require.NoError(t, os.Rename(filepath.Join(dir, "etcd.yaml"), filepath.Join(dir, "etcd-renamed.yaml")))
+		}, []kubetypes.PodOperation{kubetypes.ADD, kubetypes.REMOVE}},
+		{"break", func() { write("web.yaml", "this: is: not yaml") }, []kubetypes.PodOperation{kubetypes.REMOVE}},
+		{"fix", func() { write("web.yaml", pod("web", "nginx:2", "")) }, []kubetypes.PodOperation{kubetypes.ADD}},
+		{"delete", func() { require.NoError(t, os.Remove(filepath.Join(dir, "scheduler.yaml"))) }, []kubetypes.PodOperation{kubetypes.REMOVE}},
+		{"hidden file", func() { write(".swap.yaml", pod("hidden", "x:1", "")) }, nil},
+		{"same content again", func() { write("web.yaml", pod("web", "nginx:2", "")) }, nil},
+		{"preset uid", func() { write("fixed.yaml", pod("fixed", "app:1", uid)) }, []kubetypes.PodOperation{kubetypes.ADD}},
+		{"preset uid, new labels", func() { write("fixed.yaml", pod("fixed", "app:1", uid+"  labels: {v: \"2\"}\n")) }, []kubetypes.PodOperation{kubetypes.UPDATE}},
+		{"preset uid, new image", func() { write("fixed.yaml", pod("fixed", "app:2", uid+"  labels: {v: \"2\"}\n")) }, []kubetypes.PodOperation{kubetypes.UPDATE}},
+		{"duplicate name, later file", func() { write("zz-web.yaml", pod("web", "nginx:3", "")) }, []kubetypes.PodOperation{kubetypes.ADD, kubetypes.REMOVE}},
+		{"remove everything", func() {
+			for _, f := range []string{"web.yaml", "zz-web.yaml", "etcd-renamed.yaml", "fixed.yaml"} {
+				require.NoError(t, os.Remove(filepath.Join(dir, f)))
+			}
+		}, []kubetypes.PodOperation{kubetypes.REMOVE, kubetypes.REMOVE, kubetypes.REMOVE}}, // web and zz-web were one pod
+	}
+	realNext, toyNext := 0, 0
+	for _, step := range steps {
+		step.edit()
+		// Settled: two re-list periods have passed and neither side has said anything for a while.
+		time.Sleep(2 * period)
+		require.Eventually(t, func() bool { return real.quietFor(3*period) && toy.quietFor(3*period) }, 30*time.Second, 50*time.Millisecond)
+		var realOps, toyOps []kubetypes.PodUpdate
+		realOps, realNext = real.since(realNext)
+		toyOps, toyNext = toy.since(toyNext)
+		var kinds []kubetypes.PodOperation
+		for _, o := range flatten(realOps) {
+			kinds = append(kinds, o.Op)
+		}
+		require.Equal(t, step.want, kinds, "step %q: the kubelet sent %v", step.name, flatten(realOps))
+		require.Equal(t, flatten(realOps), flatten(toyOps), "step %q", step.name)
+		var realPods, toyPods []*v1.Pod
+		for _, u := range realOps {
+			realPods = append(realPods, u.Pods...)
+		}
+		for _, u := range toyOps {
+			toyPods = append(toyPods, u.Pods...)
+		}
+		require.Equal(t, comparable(realPods), comparable(toyPods), "step %q", step.name)
+	}
+}
+
+// FuzzDecode feeds arbitrary bytes to both decoders: neither may panic, both must accept or
+// refuse alike, and where they accept the pods must be equal.
+func FuzzDecode(f *testing.F) {
+	entries, err := os.ReadDir("testdata/manifests")
+	require.NoError(f, err)
+	for _, e := range entries {
+		if data, err := os.ReadFile(filepath.Join("testdata/manifests", e.Name())); err == nil {
+			f.Add(data)
+		}
+	}
+	f.Add([]byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"j"},"spec":{"containers":[{"name":"c","image":"i"}]}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		want, wantErr := realDecode(bytes.Clone(data), "/etc/kubernetes/manifests/fuzz.yaml", "Fuzz-Node")
+		got, gotErr := Decode(data, "/etc/kubernetes/manifests/fuzz.yaml", "Fuzz-Node")
+		if wantErr != nil {
+			if gotErr == nil {
+				t.Fatalf("the kubelet refuses (%v), the toy accepts", wantErr)
+			}
+			return
+		}
+		if gotErr != nil {
+			t.Fatalf("the kubelet accepts, the toy refuses: %v", gotErr)
+		}
+		if !assert.Equal(t, want, got) {
+			t.FailNow()
+		}
+	})
+}
