@@ -170,7 +170,7 @@ func get(t *testing.T, client *http.Client, url string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
-func waitListening(t *testing.T, addr string) {
+func waitListen(t *testing.T, addr string) {
 	require.Eventually(t, func() bool {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {
@@ -188,7 +188,7 @@ func TestReadOnlyServer(t *testing.T) {
 	done := make(chan struct{})
 	go func() { k.ListenAndServeReadOnly(ctx, net.ParseIP("127.0.0.1"), uint(port), nil); close(done) }()
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
-	waitListening(t, "127.0.0.1:"+strconv.Itoa(port))
+	waitListen(t, "127.0.0.1:"+strconv.Itoa(port))
 
 	code, body := get(t, http.DefaultClient, base+"/pods")
 	require.Equal(t, http.StatusOK, code)
@@ -258,7 +258,7 @@ func TestSecureServerWithRealAuth(t *testing.T) {
 	k := New(Options{NodeName: "node", Recorder: record.NewFakeRecorder(100), Config: *config})
 	go k.ListenAndServe(ctx, config, tlsConfig, auth, nil)
 	addr := net.JoinHostPort(config.Address, strconv.Itoa(int(config.Port)))
-	waitListening(t, addr)
+	waitListen(t, addr)
 
 	client := func(certs ...tls.Certificate) *http.Client {
 		return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool(), Certificates: certs}}}
@@ -390,7 +390,7 @@ func TestStopsEverything(t *testing.T) {
 		go func() { run(); stopped <- struct{}{} }()
 	}
 	k.StartGarbageCollection(ctx)
-	waitListening(t, "127.0.0.1:"+strconv.Itoa(readOnly))
+	waitListen(t, "127.0.0.1:"+strconv.Itoa(readOnly))
 	updates <- kubetypes.PodUpdate{Op: kubetypes.ADD, Pods: []*v1.Pod{testPod("web", "uid-web", "nginx:1")}}
 	get(t, http.DefaultClient, "http://127.0.0.1:"+strconv.Itoa(readOnly)+"/pods")
 	cancel()
