@@ -52,20 +52,21 @@ func (m *Merger) Merge(set []*v1.Pod) []kubetypes.PodUpdate {
 
 	var adds, updates, deletes, removes, reconciles []*v1.Pod
 	for _, incoming := range set {
-		pod := incoming.DeepCopy() // the caller's pods stay untouched
-		if pod.Annotations == nil {
-			pod.Annotations = map[string]string{}
-		}
-		pod.Annotations[kubetypes.ConfigSourceAnnotationKey] = m.Source
-		existing, known := old[pod.UID]
+		existing, known := old[incoming.UID]
 		if !known {
+			pod := incoming.DeepCopy() // the caller's pods stay untouched
+			if pod.Annotations == nil {
+				pod.Annotations = map[string]string{}
+			}
+			pod.Annotations[kubetypes.ConfigSourceAnnotationKey] = m.Source
 			pod.Annotations[kubetypes.ConfigFirstSeenAnnotationKey] = kubetypes.NewTimestamp().GetString()
 			m.pods[pod.UID] = pod
 			adds = append(adds, pod)
 			continue
 		}
-		m.pods[pod.UID] = existing
-		switch compare(existing, pod) {
+		m.pods[existing.UID] = existing
+		// The source annotation is a local one: comparing without it is comparing with it set.
+		switch compare(existing, incoming) {
 		case changed:
 			updates = append(updates, existing)
 		case deleted:
@@ -105,15 +106,16 @@ const (
 )
 
 // compare is the kubelet's checkAndUpdatePod (pkg/kubelet/config/config.go#L366-L405 (func checkAndUpdatePod)):
-// it updates existing in place from incoming and says what kind of change that was.
+// it updates existing in place from (a copy of) incoming and says what kind of change that was.
 func compare(existing, incoming *v1.Pod) change {
 	if !differ(existing, incoming) {
 		if reflect.DeepEqual(existing.Status, incoming.Status) {
 			return same
 		}
-		existing.Status = incoming.Status
+		existing.Status = *incoming.Status.DeepCopy()
 		return statusOnly
 	}
+	incoming = incoming.DeepCopy()
 	existing.Spec = incoming.Spec
 	existing.Labels = incoming.Labels
 	existing.DeletionTimestamp = incoming.DeletionTimestamp
@@ -125,6 +127,7 @@ func compare(existing, incoming *v1.Pod) change {
 	for k, v := range incoming.Annotations {
 		annotations[k] = v
 	}
+	annotations[kubetypes.ConfigSourceAnnotationKey] = existing.Annotations[kubetypes.ConfigSourceAnnotationKey]
 	for k := range localAnnotations {
 		if v, ok := existing.Annotations[k]; ok {
 			annotations[k] = v
