@@ -16,8 +16,10 @@ import (
 
 // One process, several kubelets: every Kubelet.Run registers two custom metric collectors in
 // the process-wide registries (pkg/kubelet/kubelet.go, initializeModules →
-// metrics.RegisterCollectors), and a second registration panics with "duplicate metrics
-// collector registration attempted". kubemark runs one kubelet per process and never meets it.
+// metrics.RegisterCollectors), a kubelet with an apiserver client registers a third in
+// NewMainKubelet (the pod certificate collector), and a second registration panics with
+// "duplicate metrics collector registration attempted". kubemark runs one kubelet per process
+// and never meets it.
 //
 // So kubelets start one at a time: the previous kubelet's collectors are unregistered (by their
 // descriptors, which is how prometheus identifies a collector), the new kubelet starts, and the
@@ -31,6 +33,7 @@ func unregisterKubeletCollectors() {
 	for _, c := range []metrics.StableCollector{
 		collectors.NewVolumeStatsCollector(nil),
 		collectors.NewLogMetricsCollector(nil),
+		collectors.PodCertificateCollectorFor(nil),
 	} {
 		c.Create(nil, c)
 		legacyregistry.Registerer().Unregister(c)

@@ -232,9 +232,9 @@ func Start(ctx context.Context, opts Options) (*Kubelet, error) {
 	if err := waitMetricsRegistered(ctx, flags.RootDirectory); err != nil {
 		return nil, err
 	}
-	for _, port := range []int{readOnlyPort, securePort} {
+	for port, useTLS := range map[int]bool{readOnlyPort: false, securePort: true} {
 		if port > 0 {
-			if err := waitListening(ctx, net.JoinHostPort(opts.Address, strconv.Itoa(port))); err != nil {
+			if err := waitListening(ctx, net.JoinHostPort(opts.Address, strconv.Itoa(port)), useTLS); err != nil {
 				return nil, err
 			}
 		}

@@ -11,10 +11,11 @@ import (
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 )
 
-// Run is the sync loop: it reads pod updates until the channel closes or ctx ends, and applies
+// Run is the sync loop: it reads pod updates until the channel closes or ctx ends (the real
+// loop does not watch ctx, and its channel never closes), and applies
 // each to the pod manager, as the real syncLoopIteration dispatches them to HandlePodAdditions,
 // HandlePodUpdates, HandlePodRemoves and HandlePodReconcile
-// (pkg/kubelet/kubelet.go#L2640-L2711 (case u, open := <-configCh:)).
+// (pkg/kubelet/kubelet.go#L2750-L2783 (case u, open := <-configCh:)).
 //
 // There is no SET operation: v1.37.2's sources send full sets that PodConfig turns into the
 // operations below (pkg/kubelet/types/pod_update.go#L42-L52 (ADD PodOperation = iota)).

@@ -44,6 +44,7 @@ func (s *Source) Run(ctx context.Context, sets chan<- []*v1.Pod) {
 			_ = watcher.Close()
 		}
 	}()
+	relist := true
 	for {
 		// (Re)start the watch whenever there is none: the path may appear later, and a watch
 		// dies with the directory it watches.
@@ -54,9 +55,10 @@ func (s *Source) Run(ctx context.Context, sets chan<- []*v1.Pod) {
 			}
 			watcher = w
 		}
-		if !s.send(ctx, logger, sets) {
+		if relist && !s.send(ctx, logger, sets) {
 			return
 		}
+		relist = true
 		var events chan fsnotify.Event
 		var errs chan error
 		if watcher != nil {
@@ -73,14 +75,12 @@ func (s *Source) Run(ctx context.Context, sets chan<- []*v1.Pod) {
 			}
 			watcher = nil
 		case e, ok := <-events:
-			if !ok {
+			switch {
+			case !ok:
 				watcher = nil
-				continue
-			}
-			if strings.HasPrefix(filepath.Base(e.Name), ".") {
-				continue // hidden files are not manifests; the kubelet ignores their events too
-			}
-			if e.Has(fsnotify.Remove) && filepath.Clean(e.Name) == filepath.Clean(s.Path) {
+			case strings.HasPrefix(filepath.Base(e.Name), "."):
+				relist = false // hidden files are not manifests; the kubelet ignores their events too
+			case e.Has(fsnotify.Remove) && filepath.Clean(e.Name) == filepath.Clean(s.Path):
 				_ = watcher.Close()
 				watcher = nil
 			}

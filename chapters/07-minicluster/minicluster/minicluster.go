@@ -1,0 +1,396 @@
+// Package minicluster runs a Kubernetes control plane and its nodes in one Go process, from
+// real parts: an embedded etcd, the real kube-apiserver (through its own test server,
+// k8s.io/kubernetes/cmd/kube-apiserver/app/testing) and one or more real kubelets from
+// realkubelet. It is minikube without a VM or Docker: the kubelets register their Nodes,
+// heartbeat, and mirror their static pods into the apiserver; `kubectl` reaches it through the
+// kubeconfig it writes.
+//
+// The kubelets are configured as kubeadm (and so minikube) configures them: HTTPS on their port
+// with a serving certificate for the node's IP, x509 client certificates plus webhook
+// authentication (TokenReview) and webhook authorization (SubjectAccessReview) against this
+// apiserver, anonymous requests refused, no read-only port. The apiserver reaches them with a
+// kubelet client certificate bound to system:kubelet-api-admin, as kubeadm binds it.
+//
+// The kubelet refuses a loopback node IP and the apiserver refuses to proxy to one, so a node
+// needs a real address of the machine; NetworkNamespace gives a private one where the machine's
+// own must not be used.
+package minicluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
+	clientset "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/util/connrotation"
+	"k8s.io/klog/v2"
+	kubeapiservertesting "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
+	"k8s.io/kubernetes/cmd/kubelet/app/options"
+	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/pki"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/realkubelet"
+)
+
+// Options describe the cluster to start.
+type Options struct {
+	// NodeNames are the kubelets to start, one per name. Default: one, realkubelet.DefaultNodeName.
+	NodeNames []string
+	// NodeIP is every kubelet's --node-ip and bind address: an address of this machine that is
+	// not loopback (the kubelet refuses loopback, and the apiserver will not proxy to it). The
+	// kubelets share it and differ by port.
+	NodeIP string
+	// StaticPodPath is every kubelet's static pod directory; empty for none.
+	StaticPodPath string
+	// Dir holds certificates, etcd's data, the kubeconfig and the kubelets' files. Default: a
+	// temporary directory that Stop removes.
+	Dir string
+	// Kubeconfig is where the admin kubeconfig is written. Default: Dir/kubeconfig.
+	Kubeconfig string
+	// Context names the kubeconfig's context and cluster. Default "walkthrough".
+	Context string
+	// KubeconfigServer is the apiserver URL written into the kubeconfig, when its clients reach
+	// it through a relay. Default: the apiserver's own (https://127.0.0.1:<port>).
+	KubeconfigServer string
+	// FileCheckFrequency is the kubelets' static pod re-list period; default 20s.
+	FileCheckFrequency time.Duration
+}
+
+// Node is one node of the cluster: a real kubelet with its own name and port.
+type Node struct {
+	Name    string
+	IP      string
+	Port    int
+	Kubelet *realkubelet.Kubelet
+	conns   *connrotation.Dialer
+	stopped atomic.Bool
+}
+
+// Cluster is a running mini-cluster.
+type Cluster struct {
+	// Dir is the working directory; Kubeconfig the admin kubeconfig written in it.
+	Dir, Kubeconfig string
+	// CA signed every certificate of the cluster; CAFile is its certificate on disk.
+	CA     *pki.CA
+	CAFile string
+	// Admin is a rest.Config for the admin user (group system:masters); Client uses it.
+	Admin  *rest.Config
+	Client clientset.Interface
+	Nodes  []*Node
+
+	opts      Options
+	etcd      *embed.Etcd
+	apiserver kubeapiservertesting.TestServer
+	tb        *programTB
+	removeDir bool
+}
+
+// Start starts etcd, the apiserver and the kubelets, and returns once every kubelet serves.
+// Nodes become Ready and mirror pods appear a few seconds later; see WaitForNodesReady and
+// WaitForMirrorPods.
+func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
+	logger := klog.FromContext(ctx)
+	if len(opts.NodeNames) == 0 {
+		opts.NodeNames = []string{realkubelet.DefaultNodeName}
+	}
+	if opts.Context == "" {
+		opts.Context = "walkthrough"
+	}
+	if err := checkNodeIP(opts.NodeIP); err != nil {
+		return nil, err
+	}
+	c := &Cluster{opts: opts, Dir: opts.Dir, tb: &programTB{}}
+	if c.Dir == "" {
+		if c.Dir, err = os.MkdirTemp("", "minicluster-"); err != nil {
+			return nil, err
+		}
+		c.removeDir = true
+	}
+	defer func() {
+		if err != nil {
+			c.Stop()
+		}
+	}()
+	c.Kubeconfig = opts.Kubeconfig
+	if c.Kubeconfig == "" {
+		c.Kubeconfig = filepath.Join(c.Dir, "kubeconfig")
+	}
+
+	// One certificate authority signs everything: the apiserver's serving certificate, the
+	// clients' certificates (admin, nodes, the apiserver's own kubelet client) and the kubelets'
+	// serving certificates.
+	pkiDir := filepath.Join(c.Dir, "pki")
+	if err := os.MkdirAll(pkiDir, 0o700); err != nil {
+		return nil, err
+	}
+	if c.CA, err = pki.NewCA("walkthrough-ca"); err != nil {
+		return nil, err
+	}
+	if c.CAFile, err = c.CA.WriteCA(pkiDir, "ca"); err != nil {
+		return nil, err
+	}
+	issue := func(name string, r pki.Request) (string, string, pki.Pair, error) {
+		pair, err := c.CA.Issue(r)
+		if err != nil {
+			return "", "", pair, err
+		}
+		cert, key, err := pair.Write(pkiDir, name)
+		return cert, key, pair, err
+	}
+	apiserverCert, apiserverKey, _, err := issue("apiserver", pki.Request{
+		CommonName: "kube-apiserver", Server: true,
+		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
+		IPs:      []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.0.0.1")},
+	})
+	if err != nil {
+		return nil, err
+	}
+	// kubeadm's name for the apiserver's client certificate towards kubelets.
+	kubeletClientCert, kubeletClientKey, _, err := issue("apiserver-kubelet-client", pki.Request{CommonName: "kube-apiserver-kubelet-client", Client: true})
+	if err != nil {
+		return nil, err
+	}
+	_, _, admin, err := issue("admin", pki.Request{CommonName: "walkthrough-admin", Organizations: []string{"system:masters"}, Client: true})
+	if err != nil {
+		return nil, err
+	}
+
+	start := time.Now()
+	var etcdURL string
+	if c.etcd, etcdURL, err = startEtcd(c.Dir); err != nil {
+		return nil, err
+	}
+	logger.V(1).Info("etcd ready", "elapsed", time.Since(start))
+
+	// EnableCertAuth stays off: it would make a client CA whose key it throws away (ours is
+	// given with --client-ca-file instead), and point the peer proxy's CA at a serving
+	// certificate file that exists only when the test server generates its own.
+	storage := storagebackend.NewDefaultConfig("/registry", nil)
+	storage.Transport.ServerList = []string{etcdURL}
+	c.apiserver, err = kubeapiservertesting.StartTestServer(c.tb,
+		&kubeapiservertesting.TestServerInstanceOptions{DisableInvariantChecks: true},
+		[]string{
+			"--authorization-mode=Node,RBAC",
+			"--client-ca-file=" + c.CAFile,
+			"--tls-cert-file=" + apiserverCert, "--tls-private-key-file=" + apiserverKey,
+			"--kubelet-client-certificate=" + kubeletClientCert, "--kubelet-client-key=" + kubeletClientKey,
+			"--kubelet-certificate-authority=" + c.CAFile,
+			"--kubelet-preferred-address-types=InternalIP",
+			"--enable-admission-plugins=NodeRestriction",
+			"--disable-admission-plugins=ServiceAccount", // no service account controller runs here
+			"--endpoint-reconciler-type=none",
+		}, storage)
+	if err != nil {
+		return nil, fmt.Errorf("start kube-apiserver: %w", err)
+	}
+	logger.V(1).Info("kube-apiserver ready", "url", c.apiserver.ClientConfig.Host, "elapsed", time.Since(start))
+
+	c.Admin = &rest.Config{Host: c.apiserver.ClientConfig.Host, TLSClientConfig: rest.TLSClientConfig{
+		CAData: c.CA.CertPEM, CertData: admin.CertPEM, KeyData: admin.KeyPEM}}
+	if c.Client, err = clientset.NewForConfig(c.Admin); err != nil {
+		return nil, err
+	}
+	if err := c.writeKubeconfig(admin); err != nil {
+		return nil, err
+	}
+	if err := c.bindKubeletAPIAdmin(ctx); err != nil {
+		return nil, err
+	}
+	for _, name := range opts.NodeNames {
+		node, err := c.startNode(ctx, name, issue)
+		if err != nil {
+			return nil, fmt.Errorf("node %s: %w", name, err)
+		}
+		c.Nodes = append(c.Nodes, node)
+	}
+	logger.V(1).Info("Kubelets started", "nodes", len(c.Nodes), "elapsed", time.Since(start))
+	return c, nil
+}
+
+// checkNodeIP refuses what the kubelet would refuse, with advice instead of a log line.
+func checkNodeIP(ip string) error {
+	parsed := net.ParseIP(ip)
+	switch {
+	case ip == "":
+		return errors.New("a node IP is needed: the kubelet refuses loopback addresses; use an address of this machine, or a private network namespace (see NetworkNamespace)")
+	case parsed == nil:
+		return fmt.Errorf("node IP %q is not an IP address", ip)
+	case parsed.IsLoopback() || !parsed.IsGlobalUnicast():
+		return fmt.Errorf("node IP %s: the kubelet refuses loopback, link-local and multicast node IPs (validateNodeIP), and the apiserver proxies only to global unicast ones", ip)
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return err
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(parsed) {
+			return nil
+		}
+	}
+	return fmt.Errorf("node IP %s is not an address of this machine (the kubelet checks its interfaces)", ip)
+}
+
+// writeKubeconfig writes the admin kubeconfig that kubectl and client-go read.
+func (c *Cluster) writeKubeconfig(admin pki.Pair) error {
+	name := c.opts.Context
+	cfg := clientcmdapi.NewConfig()
+	server := c.Admin.Host
+	if c.opts.KubeconfigServer != "" {
+		server = c.opts.KubeconfigServer
+	}
+	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: c.CA.CertPEM}
+	cfg.AuthInfos[name+"-admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: admin.CertPEM, ClientKeyData: admin.KeyPEM}
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name + "-admin"}
+	cfg.CurrentContext = name
+	return clientcmd.WriteToFile(*cfg, c.Kubeconfig)
+}
+
+// bindKubeletAPIAdmin lets the apiserver's kubelet client call the kubelets' API (node proxy,
+// logs, exec): kubeadm creates this binding in `kubeadm init`; without it each kubelet answers
+// the apiserver 403.
+func (c *Cluster) bindKubeletAPIAdmin(ctx context.Context) error {
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubeadm:apiserver-kubelet-client"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:kubelet-api-admin"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "kube-apiserver-kubelet-client"}},
+	}
+	_, err := c.Client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+type issueFunc func(name string, r pki.Request) (string, string, pki.Pair, error)
+
+// startNode starts one real kubelet with its node credentials, as a kubeadm-joined node runs.
+func (c *Cluster) startNode(ctx context.Context, name string, issue issueFunc) (*Node, error) {
+	_, _, client, err := issue("node-"+name, pki.Request{CommonName: "system:node:" + name, Organizations: []string{"system:nodes"}, Client: true})
+	if err != nil {
+		return nil, err
+	}
+	servingCert, servingKey, _, err := issue("kubelet-"+name, pki.Request{CommonName: name, DNSNames: []string{name}, IPs: []net.IP{net.ParseIP(c.opts.NodeIP)}, Server: true})
+	if err != nil {
+		return nil, err
+	}
+	// The kubelet's connections go through a dialer that Stop can close: the kubelet does not
+	// close its watches when its context ends, and open watches hold the apiserver's shutdown.
+	node := &Node{Name: name, IP: c.opts.NodeIP}
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	node.conns = connrotation.NewDialer(func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if node.stopped.Load() {
+			return nil, errors.New("the node is stopped")
+		}
+		return dialer.DialContext(ctx, network, addr)
+	})
+	config := &rest.Config{
+		Host:            c.Admin.Host,
+		TLSClientConfig: rest.TLSClientConfig{CAData: c.CA.CertPEM, CertData: client.CertPEM, KeyData: client.KeyPEM},
+		Dial:            node.conns.DialContext,
+		UserAgent:       "kubelet/" + name,
+	}
+	kubeClient, err := clientset.NewForConfig(config)
+	if err != nil {
+		return nil, err
+	}
+	heartbeat := rest.CopyConfig(config)
+	heartbeat.Timeout, heartbeat.QPS = 10*time.Second, -1 // as run() builds the heartbeat client
+	heartbeatClient, err := clientset.NewForConfig(heartbeat)
+	if err != nil {
+		return nil, err
+	}
+	node.Kubelet, err = realkubelet.Start(ctx, realkubelet.Options{
+		NodeName: name, NodeIP: c.opts.NodeIP, Address: c.opts.NodeIP,
+		StaticPodPath: c.opts.StaticPodPath, FileCheckFrequency: c.opts.FileCheckFrequency,
+		ReadOnlyPort: -1, TLSCertFile: servingCert, TLSKeyFile: servingKey,
+		ClientCAFile: c.CAFile, DenyAnonymous: true, Webhook: true,
+		KubeClient: kubeClient, HeartbeatClient: heartbeatClient,
+		Configure: func(_ *options.KubeletFlags, config *kubeletconfig.KubeletConfiguration) {
+			// A denial is cached 30 s by default; a workshop that grants RBAC and tries again
+			// should not wait that long.
+			config.Authorization.Webhook.CacheUnauthorizedTTL.Duration = time.Second
+		},
+	})
+	if err != nil {
+		node.conns.CloseAll()
+		return nil, err
+	}
+	node.Port = int(node.Kubelet.Config.Port)
+	return node, nil
+}
+
+// Stop stops the kubelets, the apiserver and etcd, and removes the working directory if Start
+// made it.
+func (c *Cluster) Stop() {
+	for _, n := range c.Nodes {
+		n.Kubelet.Stop()
+		n.stopped.Store(true) // no new connections: the kubelet's informers would watch again
+		n.conns.CloseAll()
+	}
+	if c.apiserver.TearDownFn != nil {
+		c.apiserver.TearDownFn()
+	}
+	c.tb.runCleanups()
+	if c.etcd != nil {
+		c.etcd.Close()
+	}
+	if c.removeDir {
+		_ = os.RemoveAll(c.Dir)
+	}
+}
+
+// WaitForNodesReady waits until every node is registered and Ready.
+func (c *Cluster) WaitForNodesReady(ctx context.Context) error {
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, n := range c.Nodes {
+			node, err := c.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+			if err != nil || !ready(node) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+func ready(node *corev1.Node) bool {
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// WaitForMirrorPods waits until the apiserver holds at least n mirror pods.
+func (c *Cluster) WaitForMirrorPods(ctx context.Context, n int) ([]corev1.Pod, error) {
+	var mirrors []corev1.Pod
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := c.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		mirrors = mirrors[:0]
+		for _, p := range pods.Items {
+			if _, ok := p.Annotations[corev1.MirrorPodAnnotationKey]; ok {
+				mirrors = append(mirrors, p)
+			}
+		}
+		return len(mirrors) >= n, nil
+	})
+	return mirrors, err
+}
