@@ -118,7 +118,10 @@ func (o *clusterOptions) runInPrivateNetwork(ctx context.Context) error {
 		return fmt.Errorf("%w; or run on this machine's network with --node-ip=<one of its addresses>", err)
 	}
 	child.Stdin = nil
-	child.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // Ctrl-C reaches this process, which passes it on once
+	child.SysProcAttr = &syscall.SysProcAttr{
+		Setpgid:   true,            // Ctrl-C reaches this process, which passes it on once
+		Pdeathsig: syscall.SIGTERM, // and if this process dies, the cluster stops too
+	}
 	if err := child.Start(); err != nil {
 		return fmt.Errorf("start the cluster in a private network namespace: %w", err)
 	}
@@ -184,15 +187,15 @@ func (o *clusterOptions) run(ctx context.Context) error {
 	fmt.Fprintf(o.out, "  network:     %s\n  node IP:     %s\n  kubeconfig:  %s\n  log:         %s\n\n", network, nodeIP, c.Kubeconfig, logFile)
 
 	if err := c.WaitForNodesReady(ctx); err != nil {
-		return fmt.Errorf("nodes not ready: %w", err)
+		return interrupted(ctx, fmt.Errorf("nodes not ready: %w", err))
 	}
 	listing, err := staticpods.List(o.staticPodPath, "node")
 	if err != nil {
 		return err
 	}
-	mirrors, err := c.WaitForMirrorPods(ctx, len(listing.Pods)*len(c.Nodes))
+	mirrors, err := c.WaitForRunningMirrorPods(ctx, len(listing.Pods)*len(c.Nodes))
 	if err != nil {
-		return fmt.Errorf("mirror pods: %w", err)
+		return interrupted(ctx, fmt.Errorf("mirror pods: %w", err))
 	}
 	if err := o.printNodes(ctx, c); err != nil {
 		return err
@@ -223,7 +226,7 @@ func (o *clusterOptions) printNodes(ctx context.Context, c *minicluster.Cluster)
 		return err
 	}
 	tw := printers.GetNewTabWriter(o.out)
-	fmt.Fprintln(tw, "NODE\tSTATUS\tINTERNAL-IP\tKUBELET PORT")
+	fmt.Fprintln(tw, "NODE\tSTATUS\tKUBELET (INTERNAL-IP:PORT)")
 	for _, n := range nodes.Items {
 		status := "NotReady"
 		for _, cond := range n.Status.Conditions {
@@ -237,7 +240,15 @@ func (o *clusterOptions) printNodes(ctx context.Context, c *minicluster.Cluster)
 				ip = a.Address
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", n.Name, status, ip, n.Status.DaemonEndpoints.KubeletEndpoint.Port)
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", n.Name, status, net.JoinHostPort(ip, strconv.Itoa(int(n.Status.DaemonEndpoints.KubeletEndpoint.Port))))
 	}
 	return tw.Flush()
+}
+
+// interrupted turns an error caused by Ctrl-C into a quiet exit.
+func interrupted(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
 }

@@ -41,8 +41,19 @@ func redirect(w io.Writer) (restore func()) {
 	}
 }
 
+// silence drops klog's output: what a stopped kubelet's last goroutines log after the program
+// is done with them.
+func silence() {
+	klog.Flush()
+	klog.SetOutput(io.Discard)
+	klog.LogToStderr(false)
+	setStderrThreshold("FATAL")
+}
+
 // ToFile sends klog's output to path ("-" keeps stderr; "" makes a temporary file that the
-// returned function removes). It returns the file's name, to print for the reader.
+// returned function removes). It returns the file's name, to print for the reader. After the
+// returned function, klog is silent: a kubelet's goroutines can outlive its Stop, and what they
+// log then is noise.
 func ToFile(path string) (string, func(), error) {
 	if path == "-" {
 		return "stderr", func() {}, nil
@@ -58,9 +69,9 @@ func ToFile(path string) (string, func(), error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("kubelet log: %w", err)
 	}
-	restore := redirect(f)
+	redirect(f)
 	return f.Name(), func() {
-		restore()
+		silence()
 		_ = f.Close()
 		if temporary {
 			_ = os.Remove(f.Name())

@@ -35,4 +35,9 @@ func TestToFile(t *testing.T) {
 	assert.FileExists(t, name)
 	restore()
 	assert.NoFileExists(t, name, "a temporary log is removed")
+
+	// Afterwards klog is silent; Capture still works.
+	assert.Empty(t, Capture(func() {}))
+	lines := Capture(func() { klog.InfoS("captured") })
+	require.Len(t, lines, 1)
 }

@@ -378,6 +378,16 @@ func ready(node *corev1.Node) bool {
 
 // WaitForMirrorPods waits until the apiserver holds at least n mirror pods.
 func (c *Cluster) WaitForMirrorPods(ctx context.Context, n int) ([]corev1.Pod, error) {
+	return c.waitForMirrorPods(ctx, n, "")
+}
+
+// WaitForRunningMirrorPods waits until at least n mirror pods report the phase Running: the
+// kubelet's status manager has written their status through the apiserver.
+func (c *Cluster) WaitForRunningMirrorPods(ctx context.Context, n int) ([]corev1.Pod, error) {
+	return c.waitForMirrorPods(ctx, n, corev1.PodRunning)
+}
+
+func (c *Cluster) waitForMirrorPods(ctx context.Context, n int, phase corev1.PodPhase) ([]corev1.Pod, error) {
 	var mirrors []corev1.Pod
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		pods, err := c.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
@@ -386,7 +396,7 @@ func (c *Cluster) WaitForMirrorPods(ctx context.Context, n int) ([]corev1.Pod, e
 		}
 		mirrors = mirrors[:0]
 		for _, p := range pods.Items {
-			if _, ok := p.Annotations[corev1.MirrorPodAnnotationKey]; ok {
+			if _, ok := p.Annotations[corev1.MirrorPodAnnotationKey]; ok && (phase == "" || p.Status.Phase == phase) {
 				mirrors = append(mirrors, p)
 			}
 		}
