@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,8 +56,8 @@ func TestMain(m *testing.M) {
 	os.Exit(runWithCluster(m, ip))
 }
 
-// runWithCluster starts the shared cluster, runs the tests and stops it. The components' logs
-// go to a file, printed when a test fails.
+// runWithCluster runs the tests with the components' logs in a file (printed when a test fails)
+// and stops the shared cluster if a test started it.
 func runWithCluster(m *testing.M, ip string) int {
 	logFile, closeLog, err := kubeletlog.ToFile("")
 	if err != nil {
@@ -64,45 +65,52 @@ func runWithCluster(m *testing.M, ip string) int {
 		return 1
 	}
 	defer closeLog()
-	staticDir, err = os.MkdirTemp("", "minicluster-static-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	nodeIP = ip
+	code := m.Run()
+	if shared != nil {
+		stop := time.Now()
+		shared.Stop()
+		fmt.Fprintf(os.Stderr, "mini-cluster stopped in %s\n", time.Since(stop).Round(time.Millisecond))
+		_ = os.RemoveAll(staticDir)
 	}
-	defer func() { _ = os.RemoveAll(staticDir) }()
+	if code != 0 {
+		printLog(logFile)
+	}
+	return code
+}
+
+var (
+	nodeIP     string
+	sharedOnce sync.Once
+	sharedErr  error
+)
+
+// startShared starts the cluster the tests share, on first use: two nodes, two static pods.
+func startShared() error {
+	var err error
+	if staticDir, err = os.MkdirTemp("", "minicluster-static-"); err != nil {
+		return err
+	}
 	for _, name := range []string{"etcd.yaml", "web.yaml"} {
 		data, err := os.ReadFile(filepath.Join("../../../examples/static-pods", name))
 		if err == nil {
 			err = os.WriteFile(filepath.Join(staticDir, name), data, 0o644)
 		}
 		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+			return err
 		}
 	}
 	ctx := context.Background()
 	start := time.Now()
-	shared, err = Start(ctx, Options{NodeNames: nodeNames, NodeIP: ip, StaticPodPath: staticDir, FileCheckFrequency: time.Second})
-	if err == nil {
-		err = shared.WaitForNodesReady(ctx)
-	}
+	shared, err = Start(ctx, Options{NodeNames: nodeNames, NodeIP: nodeIP, StaticPodPath: staticDir, FileCheckFrequency: time.Second})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "the mini-cluster did not start: %v (log: %s)\n", err, logFile)
-		printLog(logFile)
-		if shared != nil {
-			shared.Stop()
-		}
-		return 1
+		return err
+	}
+	if err := shared.WaitForNodesReady(ctx); err != nil {
+		return err
 	}
 	fmt.Fprintf(os.Stderr, "mini-cluster with %d nodes ready in %s\n", len(nodeNames), time.Since(start).Round(time.Millisecond))
-	code := m.Run()
-	stop := time.Now()
-	shared.Stop()
-	fmt.Fprintf(os.Stderr, "mini-cluster stopped in %s\n", time.Since(stop).Round(time.Millisecond))
-	if code != 0 {
-		printLog(logFile)
-	}
-	return code
+	return nil
 }
 
 func printLog(path string) {
@@ -122,6 +130,8 @@ func cluster(t *testing.T) *Cluster {
 	if skipReason != "" {
 		t.Skip(skipReason)
 	}
+	sharedOnce.Do(func() { sharedErr = startShared() })
+	require.NoError(t, sharedErr, "the shared mini-cluster did not start")
 	return shared
 }
 
