@@ -1,0 +1,205 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/07-minicluster/minicluster"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/08-client/kubeletclient"
+)
+
+var (
+	cluster        *minicluster.Cluster
+	clusterStarted bool
+	clusterOnce    sync.Once
+	clusterErr     error
+)
+
+// miniCluster is the package's shared mini-cluster: two nodes, started on first use, inside
+// the private network namespace.
+func miniCluster(t *testing.T) *minicluster.Cluster {
+	t.Helper()
+	if noNetns != "" {
+		t.Skip(noNetns)
+	}
+	ip, _ := minicluster.InPrivateNetwork()
+	clusterOnce.Do(func() {
+		cluster, clusterErr = minicluster.Start(context.Background(), minicluster.Options{
+			NodeNames: []string{"node-a", "node-b"}, NodeIP: ip, StaticPodPath: "../../../examples/static-pods"})
+		if clusterErr == nil {
+			clusterStarted = true
+			clusterErr = cluster.WaitForNodesReady(context.Background())
+		}
+	})
+	require.NoError(t, clusterErr)
+	return cluster
+}
+
+// apply creates every object of the YAML files in dir, in file order, as `kubectl apply -f` would.
+func apply(t *testing.T, c *minicluster.Cluster, dir string) {
+	files, err := filepath.Glob(filepath.Join(dir, "0*.yaml"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	ctx := context.Background()
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		require.NoError(t, err)
+		docs := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for {
+			var raw runtime.RawExtension
+			if err := docs.Decode(&raw); err != nil {
+				break
+			}
+			obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(raw.Raw, nil, nil)
+			require.NoError(t, err, file)
+			switch o := obj.(type) {
+			case *corev1.Namespace:
+				_, err = c.Client.CoreV1().Namespaces().Create(ctx, o, metav1.CreateOptions{})
+			case *corev1.ServiceAccount:
+				_, err = c.Client.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+			case *rbacv1.ClusterRole:
+				_, err = c.Client.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
+			case *rbacv1.ClusterRoleBinding:
+				_, err = c.Client.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
+			default:
+				t.Fatalf("%s: unexpected %T", file, obj)
+			}
+			require.NoError(t, err, file)
+		}
+	}
+}
+
+// tokenFile asks the TokenRequest API for a ServiceAccount's token, as the kubelet projects one
+// into a pod, and writes it where --token-file can read it.
+func tokenFile(t *testing.T, c *minicluster.Cluster, namespace, name string) string {
+	var tr *authenticationv1.TokenRequest
+	require.Eventually(t, func() bool {
+		var err error
+		tr, err = c.Client.CoreV1().ServiceAccounts(namespace).CreateToken(context.Background(), name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		return err == nil
+	}, 30*time.Second, 100*time.Millisecond)
+	path := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(path, []byte(tr.Status.Token), 0o600))
+	return path
+}
+
+func adminConfig(t *testing.T, c *minicluster.Cluster) *rest.Config {
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	require.NoError(t, err)
+	return cfg
+}
+
+// Discovery, a ServiceAccount token, examples/rbac, the proxy and failover, on a real cluster.
+func TestOnTheMiniCluster(t *testing.T) {
+	c := miniCluster(t)
+	ctx := context.Background()
+	admin := adminConfig(t, c)
+
+	t.Run("discovery: InternalIP and the daemonEndpoints port", func(t *testing.T) {
+		client, err := kubeletclient.New(admin, kubeletclient.Options{})
+		require.NoError(t, err)
+		for _, n := range c.Nodes {
+			e, err := client.Endpoint(ctx, n.Name)
+			require.NoError(t, err)
+			assert.Equal(t, "https://"+minicluster.PrivateNodeIP+":"+strconv.Itoa(n.Port), e.URL())
+			assert.Equal(t, "daemonEndpoints", e.PortFrom)
+		}
+	})
+
+	apply(t, c, "../../../examples/rbac")
+	token := tokenFile(t, c, "kubelet-reader", "kubelet-reader")
+	_, err := c.Client.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "no-rbac"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	noRBAC := tokenFile(t, c, "default", "no-rbac")
+
+	t.Run("the ServiceAccount of examples/rbac reads every kubelet directly", func(t *testing.T) {
+		client, err := kubeletclient.New(admin, kubeletclient.Options{Auth: kubeletclient.AuthToken, TokenFile: token, Via: kubeletclient.ViaKubelet})
+		require.NoError(t, err)
+		results, err := client.AllNodes(ctx, 2)
+		require.NoError(t, err)
+		require.Len(t, results, 2)
+		for _, r := range results {
+			require.NoError(t, r.Err, r.Node)
+			assert.Equal(t, "kubelet", r.Via)
+			assert.Equal(t, "HTTP/1.1", r.Protocol, "kubelets with a client CA do not offer HTTP/2")
+			assert.Len(t, r.Pods, 5)
+		}
+	})
+
+	t.Run("a ServiceAccount without RBAC: 403, both permissions named", func(t *testing.T) {
+		client, err := kubeletclient.New(admin, kubeletclient.Options{Auth: kubeletclient.AuthToken, TokenFile: noRBAC, Via: kubeletclient.ViaKubelet})
+		require.NoError(t, err)
+		r := client.Pods(ctx, "node-a")
+		var e *kubeletclient.Error
+		require.ErrorAs(t, r.Err, &e)
+		assert.Equal(t, kubeletclient.Forbidden, e.Kind)
+		assert.Contains(t, e.Hint, "system:serviceaccount:default:no-rbac may not get nodes/pods nor nodes/proxy")
+	})
+
+	t.Run("through the apiserver's node proxy", func(t *testing.T) {
+		client, err := kubeletclient.New(admin, kubeletclient.Options{Via: kubeletclient.ViaAPIServer})
+		require.NoError(t, err)
+		r := client.Pods(ctx, "node-b")
+		require.NoError(t, r.Err)
+		assert.Equal(t, "apiserver", r.Via)
+		assert.Len(t, r.Pods, 5)
+	})
+
+	t.Run("auto: an unreachable kubelet falls back to the proxy, and says so", func(t *testing.T) {
+		client, err := kubeletclient.New(admin, kubeletclient.Options{KubeletPort: 1, Via: kubeletclient.ViaAuto})
+		require.NoError(t, err)
+		r := client.Pods(ctx, "node-a")
+		require.NoError(t, r.Err)
+		assert.Equal(t, "apiserver", r.Via)
+		require.Error(t, r.FellBack)
+		assert.Contains(t, r.FellBack.Error(), "connection refused")
+	})
+
+	t.Run("auto: a 403 is not hidden behind the proxy", func(t *testing.T) {
+		client, err := kubeletclient.New(admin, kubeletclient.Options{Auth: kubeletclient.AuthToken, TokenFile: noRBAC, Via: kubeletclient.ViaAuto})
+		require.NoError(t, err)
+		r := client.Pods(ctx, "node-a")
+		require.Error(t, r.Err)
+		assert.Equal(t, "kubelet", r.Via)
+		assert.Nil(t, r.FellBack)
+	})
+
+	t.Run("all nodes: one failing node does not fail the others", func(t *testing.T) {
+		ghost := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ghost"}}
+		_, err := c.Client.CoreV1().Nodes().Create(ctx, ghost, metav1.CreateOptions{})
+		require.NoError(t, err)
+		ghost.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: minicluster.PrivateNodeIP}}
+		ghost.Status.DaemonEndpoints.KubeletEndpoint.Port = 1 // nothing listens
+		_, err = c.Client.CoreV1().Nodes().UpdateStatus(ctx, ghost, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		defer func() { _ = c.Client.CoreV1().Nodes().Delete(ctx, "ghost", metav1.DeleteOptions{}) }()
+
+		client, err := kubeletclient.New(admin, kubeletclient.Options{Auth: kubeletclient.AuthToken, TokenFile: token, Via: kubeletclient.ViaKubelet})
+		require.NoError(t, err)
+		results, err := client.AllNodes(ctx, 2)
+		require.NoError(t, err)
+		require.Len(t, results, 3)
+		assert.Equal(t, "ghost", results[0].Node)
+		assert.ErrorContains(t, results[0].Err, "connection refused")
+		assert.NoError(t, results[1].Err)
+		assert.NoError(t, results[2].Err)
+	})
+}

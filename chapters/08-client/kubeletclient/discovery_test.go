@@ -1,0 +1,72 @@
+package kubeletclient
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestParseAddressTypes(t *testing.T) {
+	types, err := ParseAddressTypes("Hostname, internalip")
+	require.NoError(t, err)
+	assert.Equal(t, []corev1.NodeAddressType{corev1.NodeHostName, corev1.NodeInternalIP}, types)
+
+	_, err = ParseAddressTypes("InternalIP,LegacyHostIP")
+	require.Error(t, err)
+	assert.Equal(t, `unknown node address type "LegacyHostIP": use one or more of InternalIP, Hostname, InternalDNS, ExternalDNS, ExternalIP`, err.Error())
+}
+
+func TestEndpointFor(t *testing.T) {
+	node := func(port int32, addrs ...corev1.NodeAddress) *corev1.Node {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+		n.Status.Addresses = addrs
+		n.Status.DaemonEndpoints.KubeletEndpoint.Port = port
+		return n
+	}
+	internal := corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "192.168.49.2"}
+	internal6 := corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "fd00::2"}
+	hostname := corev1.NodeAddress{Type: corev1.NodeHostName, Address: "minikube"}
+	tests := []struct {
+		name     string
+		node     *corev1.Node
+		types    []corev1.NodeAddressType
+		override int
+		wantURL  string
+		wantFrom string
+		wantErr  string
+	}{
+		{"first preferred type, port from the node", node(10250, hostname, internal), DefaultAddressTypes, 0, "https://192.168.49.2:10250", "daemonEndpoints", ""},
+		{"order of the flag wins", node(10250, internal, hostname), []corev1.NodeAddressType{corev1.NodeHostName, corev1.NodeInternalIP}, 0, "https://minikube:10250", "daemonEndpoints", ""},
+		{"the node's own port", node(20250, internal), DefaultAddressTypes, 0, "https://192.168.49.2:20250", "daemonEndpoints", ""},
+		{"--kubelet-port overrides", node(20250, internal), DefaultAddressTypes, 10255, "https://192.168.49.2:10255", "--kubelet-port", ""},
+		{"10250 when the node reports none", node(0, internal), DefaultAddressTypes, 0, "https://192.168.49.2:10250", "default", ""},
+		{"IPv6 in brackets", node(10250, internal6), DefaultAddressTypes, 0, "https://[fd00::2]:10250", "daemonEndpoints", ""},
+		{"no address of the types", node(10250, hostname), []corev1.NodeAddressType{corev1.NodeExternalIP}, 0, "", "", "node n1 has no address of type [ExternalIP] (it has: Hostname=minikube)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, err := EndpointFor(tt.node, tt.types, tt.override)
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantURL, e.URL())
+			assert.Equal(t, tt.wantFrom, e.PortFrom)
+		})
+	}
+}
+
+func TestExplainForbidden(t *testing.T) {
+	err := explainStatus("https://n1:10250/pods", 403, "Forbidden (user=system:serviceaccount:default:x, verb=get, resource=nodes, subresource(s)=[pods proxy])\n", "token")
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, Forbidden, e.Kind)
+	assert.False(t, e.Unreachable(), "a kubelet that says 403 was reached: no failover")
+	assert.Equal(t, "system:serviceaccount:default:x may not get nodes/pods nor nodes/proxy — the kubelet asked the apiserver for each, "+
+		"in this order (v1.37 checks nodes/pods before nodes/proxy). Grant get nodes/pods, the narrower one: kubectl apply -f examples/rbac/", e.Hint)
+}

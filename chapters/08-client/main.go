@@ -1,0 +1,30 @@
+// Chapter 08 is a client for the kubelet's API, written the way production agents should call
+// it: it finds a node's kubelet from the Node object, authenticates with a ServiceAccount token
+// (or a token file, or the kubeconfig's credentials), verifies TLS, falls back to the
+// apiserver's node proxy only when the kubelet cannot be reached, and explains each failure
+// with what to do about it.
+//
+// Its logic is the light package kubeletclient (client-go and the API types, no kubelet code).
+// Like kubectl, it prints errors as "error: …" rather than as log lines, which is what
+// cli.RunNoErrOutput is for.
+//
+// Run it against minikube (or any cluster in your kubeconfig):
+//
+//	go run ./chapters/08-client --node minikube
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"k8s.io/component-base/cli"
+)
+
+func main() {
+	command := NewClientCommand(context.Background())
+	if err := cli.RunNoErrOutput(command); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
