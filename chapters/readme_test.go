@@ -21,14 +21,17 @@ import (
 var update = flag.Bool("update", false, "rewrite the sample outputs in the chapter READMEs from real runs")
 
 // example is one command a chapter README tells the reader to run, and the output it shows.
+// A command ending in " &" runs in the background, as in a shell: it has no output block, the
+// commands after it run once it says it serves, and it gets Ctrl-C when the README is done.
 type example struct {
-	readme    string
-	command   string // as written: go run ./chapters/NN-name ARGS...
-	expected  string
-	start     int // byte offsets of the expected block's body in the README
-	end       int
-	chapter   string
-	arguments []string
+	readme     string
+	background bool
+	command    string // as written: go run ./chapters/NN-name ARGS...
+	expected   string
+	start      int // byte offsets of the expected block's body in the README
+	end        int
+	chapter    string
+	arguments  []string
 }
 
 var fence = regexp.MustCompile("(?ms)^```(sh|text)\n(.*?)^```\n")
@@ -47,8 +50,14 @@ func examples(t *testing.T, readme string) []example {
 			for _, line := range strings.Split(body, "\n") {
 				if strings.HasPrefix(line, "go run ./chapters/") {
 					require.Nil(t, pending, "%s: command %q has no ```text output block after it", readme, line)
-					fields := strings.Fields(line)
-					pending = &example{readme: readme, command: line, chapter: strings.TrimPrefix(fields[2], "./chapters/"), arguments: fields[3:]}
+					background := strings.HasSuffix(line, " &")
+					fields := strings.Fields(strings.TrimSuffix(line, " &"))
+					ex := &example{readme: readme, command: line, background: background, chapter: strings.TrimPrefix(fields[2], "./chapters/"), arguments: fields[3:]}
+					if background {
+						out = append(out, *ex)
+					} else {
+						pending = ex
+					}
 				}
 			}
 		case "text":
@@ -170,11 +179,16 @@ func TestChapterREADMEs(t *testing.T) {
 		require.NotEmpty(t, exs, "%s shows no command with its output", readme)
 		var replacements []example
 		var outputs []string
+		var background []*exec.Cmd
 		for _, ex := range exs {
+			if ex.background {
+				background = append(background, startBackground(t, b.binary(t, ex.chapter), ex))
+				continue
+			}
 			t.Run(ex.command, func(t *testing.T) {
 				require.DirExists(t, ex.chapter, "%s runs a chapter that does not exist", readme)
 				got, err := run(t, b.binary(t, ex.chapter), ex)
-				wantFailure := strings.Contains(ex.expected, `"command failed"`)
+				wantFailure := strings.Contains(ex.expected, `"command failed"`) || strings.HasPrefix(strings.TrimSpace(ex.expected), "error:")
 				if wantFailure {
 					assert.Error(t, err, "the README shows %q failing", ex.command)
 				} else {
@@ -192,10 +206,28 @@ func TestChapterREADMEs(t *testing.T) {
 					"%s: the output of `%s` differs from the README (make update-golden rewrites it)", readme, ex.command)
 			})
 		}
+		for _, cmd := range background {
+			_ = cmd.Process.Signal(syscall.SIGINT)
+			_ = cmd.Wait()
+		}
 		if *update && len(replacements) > 0 {
 			rewrite(t, readme, replacements, outputs)
 		}
 	}
+}
+
+// startBackground starts a README's background command and waits until it says it serves.
+func startBackground(t *testing.T, bin string, ex example) *exec.Cmd {
+	cmd := exec.Command(bin, ex.arguments...)
+	cmd.Dir = ".."
+	cmd.WaitDelay = 10 * time.Second
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "until Ctrl-C") },
+		3*time.Minute, 100*time.Millisecond, "%s never said it serves:\n%s", ex.command, out.String())
+	return cmd
 }
 
 // rewrite replaces the expected blocks of readme with real outputs, last block first so that

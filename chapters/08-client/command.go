@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -204,19 +205,25 @@ func (o *clientOptions) print(rows []podtable.Row) error {
 	for _, r := range rows {
 		list.Items = append(list.Items, *r.Pod)
 	}
-	var printer printers.ResourcePrinter
+	sort.SliceStable(list.Items, func(i, j int) bool { // as the table sorts: node, namespace, name
+		a, b := list.Items[i], list.Items[j]
+		return a.Spec.NodeName+"/"+a.Namespace+"/"+a.Name < b.Spec.NodeName+"/"+b.Namespace+"/"+b.Name
+	})
 	switch o.output {
 	case "json":
-		printer = &printers.JSONPrinter{}
+		return (&printers.JSONPrinter{}).PrintObj(list, o.out)
 	case "yaml":
-		printer = &printers.YAMLPrinter{}
-	default:
-		printer = &printers.NamePrinter{}
-		for i := range list.Items {
-			list.Items[i].Kind = "Pod"
+		return (&printers.YAMLPrinter{}).PrintObj(list, o.out)
+	}
+	names := &printers.NamePrinter{}
+	for i := range list.Items {
+		pod := &list.Items[i]
+		pod.Kind, pod.APIVersion = "Pod", "v1"
+		if err := names.PrintObj(pod, o.out); err != nil {
+			return err
 		}
 	}
-	return printer.PrintObj(list, o.out)
+	return nil
 }
 
 func firstLine(err error) string {

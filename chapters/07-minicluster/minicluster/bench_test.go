@@ -12,7 +12,8 @@ import (
 
 // BenchmarkStart measures a cold start of the whole cluster — etcd, apiserver, kubelets — until
 // every Node is Ready and until every static pod has its mirror pod, for one node and for three,
-// and reports the process's peak resident memory.
+// and reports the process's peak resident memory (VmHWM: the peak of the whole benchmark process
+// so far, so the second sub-benchmark's includes the first's).
 func BenchmarkStart(b *testing.B) {
 	if skipReason != "" {
 		b.Skip(skipReason)

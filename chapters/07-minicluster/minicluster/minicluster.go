@@ -177,9 +177,9 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}
 	logger.V(1).Info("etcd ready", "elapsed", time.Since(start))
 
-	// EnableCertAuth stays off: it would make a client CA whose key it throws away (ours is
-	// given with --client-ca-file instead), and point the peer proxy's CA at a serving
-	// certificate file that exists only when the test server generates its own.
+	// EnableCertAuth stays off: it would point the peer proxy's CA (UnknownVersionInteroperabilityProxy,
+	// on by default) at TmpDir/apiserver.crt, a file that exists only when the test server makes
+	// its own serving certificate — and ours is given with --tls-cert-file.
 	storage := storagebackend.NewDefaultConfig("/registry", nil)
 	storage.Transport.ServerList = []string{etcdURL}
 	c.apiserver, err = kubeapiservertesting.StartTestServer(c.tb,

@@ -12,7 +12,7 @@ import (
 // a ktesting.TB, an interface meant to be implemented outside the testing package
 // (test/utils/ktesting/tcontext.go#L68-L89 (type TB interface)). Logs go to klog, failures are
 // remembered (and Fatal panics, since a program has no test to end), and cleanups run, last
-// first, when the cluster stops — which is what cancels the apiserver's context.
+// first, when the cluster stops, after TearDownFn has cancelled the apiserver's context.
 type programTB struct {
 	mu       sync.Mutex
 	cleanups []func()
