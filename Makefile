@@ -43,6 +43,13 @@ run-%: ## Run one chapter, e.g. `make run-01-entrypoint ARGS=--help`.
 	@LDFLAGS='$(GO_LDFLAGS)' .ci/build-progress ./chapters/$* $(BIN)/$*
 	@$(BIN)/$* $(ARGS)
 
+##@ Workshop
+
+.PHONY: check
+check: ## Check a workshop exercise against your current cluster: make check EX=1.
+	@test -n "$(EX)" || { echo "make check EX=<exercise number>, 1 to 9"; exit 1; }
+	@$(GO) run ./examples/workshop/check $(EX) $(ARGS)
+
 ##@ Test
 
 .PHONY: test

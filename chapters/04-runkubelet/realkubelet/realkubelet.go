@@ -38,12 +38,15 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	clientset "k8s.io/client-go/kubernetes"
+	"k8s.io/component-base/configz"
 	remote "k8s.io/cri-client/pkg"
 	fakeremote "k8s.io/cri-client/pkg/fake"
 	"k8s.io/klog/v2"
+	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/kubernetes/cmd/kubelet/app"
 	"k8s.io/kubernetes/cmd/kubelet/app/options"
 	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
+	kubeletconfigconversion "k8s.io/kubernetes/pkg/kubelet/apis/config/v1beta1"
 	cadvisortest "k8s.io/kubernetes/pkg/kubelet/cadvisor/testing"
 	"k8s.io/kubernetes/pkg/kubelet/cm"
 	"k8s.io/kubernetes/pkg/kubemark"
@@ -219,6 +222,12 @@ func Start(ctx context.Context, opts Options) (*Kubelet, error) {
 	unregisterKubeletCollectors()
 	logger.V(1).Info("Starting the real kubelet", "node", opts.NodeName, "rootDir", flags.RootDirectory,
 		"readOnlyPort", readOnlyPort, "securePort", securePort, "staticPodPath", opts.StaticPodPath)
+	// run() registers the configuration for GET /configz before RunKubelet (initConfigz);
+	// RunKubelet does not, so this does it. The registry is process-wide: the last kubelet
+	// started is the one /configz shows.
+	if err := registerConfigz(config); err != nil {
+		return nil, err
+	}
 	if err := app.RunKubelet(ctx, &options.KubeletServer{KubeletFlags: *flags, KubeletConfiguration: *config}, deps); err != nil {
 		return nil, fmt.Errorf("app.RunKubelet: %w", err)
 	}
@@ -284,4 +293,21 @@ func openFileLimit() int64 {
 		return 1 << 20
 	}
 	return int64(rl.Max)
+}
+
+// registerConfigz publishes config as "kubeletconfig" on /configz, as run()'s initConfigz does
+// (cmd/kubelet/app/server.go#L603-L616 (func initConfigz)).
+func registerConfigz(config *kubeletconfig.KubeletConfiguration) error {
+	versioned := &kubeletconfigv1beta1.KubeletConfiguration{}
+	if err := kubeletconfigconversion.Convert_config_KubeletConfiguration_To_v1beta1_KubeletConfiguration(config, versioned, nil); err != nil {
+		return err
+	}
+	versioned.SetGroupVersionKind(kubeletconfigv1beta1.SchemeGroupVersion.WithKind("KubeletConfiguration"))
+	configz.Delete("kubeletconfig")
+	cz, err := configz.New("kubeletconfig")
+	if err != nil {
+		return fmt.Errorf("configz: %w", err)
+	}
+	cz.Set(versioned)
+	return nil
 }

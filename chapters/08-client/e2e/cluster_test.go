@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -14,11 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -53,38 +48,12 @@ func miniCluster(t *testing.T) *minicluster.Cluster {
 	return cluster
 }
 
-// apply creates every object of the YAML files in dir, in file order, as `kubectl apply -f` would.
+// apply is `kubectl apply -f dir` for the numbered files of examples/rbac.
 func apply(t *testing.T, c *minicluster.Cluster, dir string) {
 	files, err := filepath.Glob(filepath.Join(dir, "0*.yaml"))
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
-	ctx := context.Background()
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		require.NoError(t, err)
-		docs := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-		for {
-			var raw runtime.RawExtension
-			if err := docs.Decode(&raw); err != nil {
-				break
-			}
-			obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(raw.Raw, nil, nil)
-			require.NoError(t, err, file)
-			switch o := obj.(type) {
-			case *corev1.Namespace:
-				_, err = c.Client.CoreV1().Namespaces().Create(ctx, o, metav1.CreateOptions{})
-			case *corev1.ServiceAccount:
-				_, err = c.Client.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-			case *rbacv1.ClusterRole:
-				_, err = c.Client.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
-			case *rbacv1.ClusterRoleBinding:
-				_, err = c.Client.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
-			default:
-				t.Fatalf("%s: unexpected %T", file, obj)
-			}
-			require.NoError(t, err, file)
-		}
-	}
+	require.NoError(t, c.Apply(context.Background(), files...))
 }
 
 // tokenFile asks the TokenRequest API for a ServiceAccount's token, as the kubelet projects one

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/examples/workshop/checks"
+)
+
+type checkOptions struct {
+	kubeconfig, context, answers, node string
+}
+
+// errFailed makes the exit code 1 after the check has said what is missing.
+var errFailed = errors.New("not done yet")
+
+// NewCheckCommand builds the checker's command.
+func NewCheckCommand(ctx context.Context) *cobra.Command {
+	o := &checkOptions{}
+	cmd := &cobra.Command{
+		Use:   "check EXERCISE",
+		Short: "Check a workshop exercise against the cluster of the current kubeconfig context",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			n, err := strconv.Atoi(args[0])
+			if err != nil {
+				return fmt.Errorf("exercise %q: give its number", args[0])
+			}
+			return o.run(ctx, cmd.OutOrStdout(), n)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig (default: $KUBECONFIG or ~/.kube/config, as kubectl)")
+	f.StringVar(&o.context, "context", "", "kubeconfig context")
+	f.StringVar(&o.answers, "answers", "examples/workshop/answers", "the directory of your answer files")
+	f.StringVar(&o.node, "node", "", "the node to look at (default: the cluster's only node)")
+	return cmd
+}
+
+func (o *checkOptions) run(ctx context.Context, out io.Writer, n int) error {
+	ex, err := checks.Find(n)
+	if err != nil {
+		return err
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.kubeconfig
+	config, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.context}).ClientConfig()
+	if err != nil {
+		return fmt.Errorf("no cluster: %w (start minikube, or chapter 07)", err)
+	}
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return err
+	}
+	root, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	answers, err := filepath.Abs(o.answers)
+	if err != nil {
+		return err
+	}
+	result, err := ex.Check(ctx, checks.Env{Client: client, Config: config, Answers: answers, Node: o.node, Root: root})
+	if err != nil {
+		return fmt.Errorf("exercise %d could not be checked: %w", n, err)
+	}
+	fmt.Fprintf(out, "Exercise %d — %s: ", ex.Number, ex.Title)
+	if result.Passed() {
+		fmt.Fprintln(out, "PASS")
+	} else {
+		fmt.Fprintln(out, "FAIL")
+		for _, m := range result.Missing {
+			fmt.Fprintf(out, "  missing: %s\n", m)
+		}
+	}
+	for _, note := range result.Notes {
+		fmt.Fprintf(out, "  note: %s\n", note)
+	}
+	if !result.Passed() {
+		return errFailed
+	}
+	return nil
+}
