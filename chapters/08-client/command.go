@@ -164,6 +164,9 @@ func (o *clientOptions) fetch(ctx context.Context, client *kubeletclient.Client)
 	}
 
 	if len(results) == 1 && results[0].Err != nil {
+		if r := results[0]; r.FellBack != nil {
+			fmt.Fprintf(o.errOut, "note: the kubelet of %s could not be reached (%s); the apiserver's node proxy was asked instead, and failed too.\n", r.Node, firstLine(r.FellBack))
+		}
 		return results[0].Err // one kubelet asked: its error is the command's
 	}
 	var failed []string

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
@@ -53,11 +54,10 @@ func benchKubelet(b *testing.B) (url, caFile, tokenFile string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for { // until the kubelet serves all 110
-		if r := c.FetchURL(context.Background(), k.SecureURL); r.Err == nil && len(r.Pods) == 110 {
-			break
-		}
-	}
+	waitUntil(b, func() bool { // the kubelet serves all 110
+		r := c.FetchURL(context.Background(), k.SecureURL)
+		return r.Err == nil && len(r.Pods) == 110
+	})
 	return k.SecureURL, s.caFile, s.tokens["reader"]
 }
 
@@ -156,16 +156,14 @@ func BenchmarkAllNodes(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			for { // until every kubelet serves its 110 pods
+			waitUntil(b, func() bool { // every kubelet serves its 110 pods
 				results, err := client.AllNodes(ctx, 8)
 				ok := err == nil
 				for _, r := range results {
 					ok = ok && r.Err == nil && len(r.Pods) == 110
 				}
-				if ok {
-					break
-				}
-			}
+				return ok
+			})
 			for b.Loop() {
 				results, err := client.AllNodes(ctx, 8)
 				if err != nil {
@@ -178,5 +176,16 @@ func BenchmarkAllNodes(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// waitUntil polls cond for up to two minutes.
+func waitUntil(b *testing.B, cond func() bool) {
+	deadline := time.Now().Add(2 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			b.Fatal("the kubelets did not serve their pods within two minutes")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

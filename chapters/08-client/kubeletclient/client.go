@@ -221,6 +221,13 @@ func (c *Client) Pods(ctx context.Context, node string) Result {
 		return c.viaProxy(ctx, node)
 	}
 	e, err := c.Endpoint(ctx, node)
+	var noAddress *NoAddressError
+	if c.opts.Via == ViaAuto && errors.As(err, &noAddress) {
+		// No address of the preferred types: the apiserver has its own order, let it try.
+		proxied := c.viaProxy(ctx, node)
+		proxied.FellBack = err
+		return proxied
+	}
 	if err != nil {
 		return Result{Node: node, Err: err}
 	}

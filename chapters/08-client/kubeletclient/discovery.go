@@ -85,7 +85,7 @@ func EndpointFor(node *corev1.Node, types []corev1.NodeAddressType, portOverride
 		for _, a := range node.Status.Addresses {
 			have = append(have, string(a.Type)+"="+a.Address)
 		}
-		return e, fmt.Errorf("node %s has no address of type %v (it has: %s); choose others with --kubelet-preferred-address-types", node.Name, types, strings.Join(have, ", "))
+		return e, &NoAddressError{Node: node.Name, Types: types, Have: have}
 	}
 	switch {
 	case portOverride > 0:
@@ -96,4 +96,16 @@ func EndpointFor(node *corev1.Node, types []corev1.NodeAddressType, portOverride
 		e.Port, e.PortFrom = DefaultKubeletPort, "default"
 	}
 	return e, nil
+}
+
+// NoAddressError says a node has no address of the preferred types.
+type NoAddressError struct {
+	Node  string
+	Types []corev1.NodeAddressType
+	Have  []string
+}
+
+func (e *NoAddressError) Error() string {
+	return fmt.Sprintf("node %s has no address of type %v (it has: %s); choose others with --kubelet-preferred-address-types",
+		e.Node, e.Types, strings.Join(e.Have, ", "))
 }

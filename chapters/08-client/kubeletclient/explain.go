@@ -26,6 +26,7 @@ const (
 	Unauthorized Kind = "unauthorized"
 	Forbidden    Kind = "forbidden"
 	Status       Kind = "error status"
+	Transport    Kind = "connection failed"
 )
 
 // Error is a failed request to a kubelet, with what to do about it.
@@ -52,8 +53,10 @@ func (e *Error) Unreachable() bool {
 
 // explain classifies a transport error.
 func explain(url string, err error, timeout time.Duration) error {
-	e := &Error{URL: url, Err: err, Kind: Unroutable}
+	e := &Error{URL: url, Err: err, Kind: Transport}
 	var unknownCA x509.UnknownAuthorityError
+	var dialErr *net.OpError
+	var dnsErr *net.DNSError
 	var hostname x509.HostnameError
 	var invalid x509.CertificateInvalidError
 	var netErr net.Error
@@ -76,9 +79,13 @@ func explain(url string, err error, timeout time.Duration) error {
 		e.Hint = fmt.Sprintf("No answer within %s (--request-timeout). The address may not be routable from here "+
 			"(minikube's docker driver on macOS: the node IP is not reachable from the host): "+
 			"try --via=apiserver, another --kubelet-preferred-address-types, or a longer --request-timeout.", timeout)
-	default:
+	case errors.As(err, &dnsErr) || (errors.As(err, &dialErr) && dialErr.Op == "dial"):
+		e.Kind = Unroutable
 		e.Hint = "The kubelet could not be reached. --via=auto falls back to the apiserver's node proxy; " +
 			"--via=apiserver goes there directly."
+	default:
+		e.Hint = "The connection failed after the kubelet was reached (a TLS alert, or another protocol: " +
+			"an http:// read-only port behind an https:// URL?). The proxy would hide this, so there is no failover."
 	}
 	return e
 }
