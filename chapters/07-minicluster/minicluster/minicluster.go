@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -403,4 +404,23 @@ func (c *Cluster) waitForMirrorPods(ctx context.Context, n int, phase corev1.Pod
 		return len(mirrors) >= n, nil
 	})
 	return mirrors, err
+}
+
+// ServiceAccountToken asks the TokenRequest API for a token of namespace/name — what the kubelet
+// projects into a pod — and writes it to a file in dir, for --token-file.
+func (c *Cluster) ServiceAccountToken(ctx context.Context, namespace, name, dir string) (string, error) {
+	var token string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		tr, err := c.Client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		if err != nil {
+			return false, nil // the ServiceAccount may be seconds old
+		}
+		token = tr.Status.Token
+		return true, nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("token for %s/%s: %w", namespace, name, err)
+	}
+	path := filepath.Join(dir, namespace+"-"+name+".token")
+	return path, os.WriteFile(path, []byte(token), 0o600)
 }

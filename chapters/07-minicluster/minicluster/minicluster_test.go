@@ -4,12 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -18,7 +16,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,19 +37,13 @@ var (
 var nodeNames = []string{"node-a", "node-b"}
 
 func TestMain(m *testing.M) {
-	ip, inside := InPrivateNetwork()
-	if !inside {
-		cmd, err := PrivateNetworkCommand(os.Args[1:]...)
-		if err == nil {
-			err = cmd.Run()
-			var exit *exec.ExitError
-			if err == nil || errors.As(err, &exit) {
-				os.Exit(cmd.ProcessState.ExitCode())
-			}
-		}
+	if ran, code, err := RunInPrivateNetwork(); ran {
+		os.Exit(code)
+	} else if err != nil {
 		skipReason = fmt.Sprintf("no private network namespace could be made (%v); these tests never use this machine's own address", err)
 		os.Exit(m.Run())
 	}
+	ip, _ := InPrivateNetwork()
 	os.Exit(runWithCluster(m, ip))
 }
 
@@ -210,7 +201,7 @@ func TestServiceAccountTokenAgainstKubelet(t *testing.T) {
 	c := cluster(t)
 	ctx := context.Background()
 	node := c.Nodes[0]
-	token := serviceAccountToken(t, c.Client, "pods-reader")
+	token := serviceAccountToken(t, c, "pods-reader")
 	url := "https://" + node.IP + ":" + strconv.Itoa(node.Port) + "/pods"
 	get := func(token string) (int, string) {
 		client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: c.CA.Pool()}}}
@@ -273,15 +264,14 @@ func TestZRemovingManifestRemovesMirror(t *testing.T) {
 	}), "every web-<node> mirror pod is gone")
 }
 
-// serviceAccountToken creates a ServiceAccount and asks the TokenRequest API for a token.
-func serviceAccountToken(t *testing.T, client clientset.Interface, name string) string {
+// serviceAccountToken creates a ServiceAccount and asks the TokenRequest API for its token.
+func serviceAccountToken(t *testing.T, c *Cluster, name string) string {
 	ctx := context.Background()
-	_, err := client.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	_, err := c.Client.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	var tr *authenticationv1.TokenRequest
-	require.Eventually(t, func() bool {
-		tr, err = client.CoreV1().ServiceAccounts("default").CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-		return err == nil
-	}, 30*time.Second, 100*time.Millisecond, "TokenRequest: %v", err)
-	return tr.Status.Token
+	path, err := c.ServiceAccountToken(ctx, "default", name, t.TempDir())
+	require.NoError(t, err)
+	token, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return string(token)
 }

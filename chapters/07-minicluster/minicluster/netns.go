@@ -49,3 +49,22 @@ func PrivateNetworkCommand(args ...string) (*exec.Cmd, error) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	return cmd, nil
 }
+
+// RunInPrivateNetwork runs this program again, with the same arguments, inside a private network
+// namespace — unless it already runs in one. ran says the other run happened (exit with code);
+// err says why no namespace could be made. Test packages call it from TestMain.
+func RunInPrivateNetwork() (ran bool, code int, err error) {
+	if _, inside := InPrivateNetwork(); inside {
+		return false, 0, nil
+	}
+	cmd, err := PrivateNetworkCommand(os.Args[1:]...)
+	if err != nil {
+		return false, 0, err
+	}
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		return false, 0, err
+	}
+	return true, cmd.ProcessState.ExitCode(), nil
+}

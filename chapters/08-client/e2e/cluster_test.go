@@ -2,16 +2,13 @@ package e2e
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -56,17 +53,10 @@ func apply(t *testing.T, c *minicluster.Cluster, dir string) {
 	require.NoError(t, c.Apply(context.Background(), files...))
 }
 
-// tokenFile asks the TokenRequest API for a ServiceAccount's token, as the kubelet projects one
-// into a pod, and writes it where --token-file can read it.
+// tokenFile is a ServiceAccount's token in a file, as the kubelet projects it into a pod.
 func tokenFile(t *testing.T, c *minicluster.Cluster, namespace, name string) string {
-	var tr *authenticationv1.TokenRequest
-	require.Eventually(t, func() bool {
-		var err error
-		tr, err = c.Client.CoreV1().ServiceAccounts(namespace).CreateToken(context.Background(), name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-		return err == nil
-	}, 30*time.Second, 100*time.Millisecond)
-	path := filepath.Join(t.TempDir(), "token")
-	require.NoError(t, os.WriteFile(path, []byte(tr.Status.Token), 0o600))
+	path, err := c.ServiceAccountToken(context.Background(), namespace, name, t.TempDir())
+	require.NoError(t, err)
 	return path
 }
 

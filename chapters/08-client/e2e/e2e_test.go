@@ -6,11 +6,9 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -28,15 +26,9 @@ import (
 var noNetns string
 
 func TestMain(m *testing.M) {
-	if _, inside := minicluster.InPrivateNetwork(); !inside {
-		cmd, err := minicluster.PrivateNetworkCommand(os.Args[1:]...)
-		if err == nil {
-			err = cmd.Run()
-			var exit *exec.ExitError
-			if err == nil || errors.As(err, &exit) {
-				os.Exit(cmd.ProcessState.ExitCode())
-			}
-		}
+	if ran, code, err := minicluster.RunInPrivateNetwork(); ran {
+		os.Exit(code)
+	} else if err != nil {
 		noNetns = fmt.Sprintf("no private network namespace could be made (%v)", err)
 	}
 	_, closeLog, err := kubeletlog.ToFile("")

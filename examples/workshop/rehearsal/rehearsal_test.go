@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -20,7 +19,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -43,15 +41,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	if _, inside := minicluster.InPrivateNetwork(); !inside {
-		cmd, err := minicluster.PrivateNetworkCommand(os.Args[1:]...)
-		if err == nil {
-			err = cmd.Run()
-			var exit *exec.ExitError
-			if err == nil || errors.As(err, &exit) {
-				os.Exit(cmd.ProcessState.ExitCode())
-			}
-		}
+	if ran, code, err := minicluster.RunInPrivateNetwork(); ran {
+		os.Exit(code)
+	} else if err != nil {
 		noNetns = fmt.Sprintf("no private network namespace could be made (%v)", err)
 	}
 	var closeLog func()
@@ -258,14 +250,8 @@ func kubeletReason(t *testing.T, file string) string {
 }
 
 func saToken(t *testing.T, c *minicluster.Cluster, namespace, name string) string {
-	var tr *authenticationv1.TokenRequest
-	require.Eventually(t, func() bool {
-		var err error
-		tr, err = c.Client.CoreV1().ServiceAccounts(namespace).CreateToken(context.Background(), name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-		return err == nil
-	}, 30*time.Second, 100*time.Millisecond)
-	path := filepath.Join(t.TempDir(), "token")
-	require.NoError(t, os.WriteFile(path, []byte(tr.Status.Token), 0o600))
+	path, err := c.ServiceAccountToken(context.Background(), namespace, name, t.TempDir())
+	require.NoError(t, err)
 	return path
 }
 
