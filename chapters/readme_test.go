@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -174,7 +175,14 @@ func TestChapterREADMEs(t *testing.T) {
 	require.NotEmpty(t, readmes)
 	b := &builds{dir: t.TempDir(), bins: map[string]string{}}
 
+	netns := privateNetwork()
 	for _, readme := range readmes {
+		if strings.HasPrefix(readme, "07-") || strings.HasPrefix(readme, "08-") {
+			if netns != nil {
+				t.Logf("skipping %s: its examples run the mini-cluster in a private network namespace, and none can be made here (%v)", readme, netns)
+				continue
+			}
+		}
 		exs := examples(t, readme)
 		require.NotEmpty(t, exs, "%s shows no command with its output", readme)
 		var replacements []example
@@ -214,6 +222,22 @@ func TestChapterREADMEs(t *testing.T) {
 			rewrite(t, readme, replacements, outputs)
 		}
 	}
+}
+
+// privateNetwork says whether chapter 07 can make its private network namespace here: `unshare`
+// as minicluster.PrivateNetworkCommand runs it (this light package does not import minicluster).
+func privateNetwork() error {
+	args := []string{"--net", "true"}
+	if os.Geteuid() != 0 {
+		args = []string{"--map-root-user", "--net", "true"}
+	}
+	if out, err := exec.Command("unshare", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("unshare: %w: %s", err, out)
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		return err
+	}
+	return nil
 }
 
 // startBackground starts a README's background command and waits until it says it serves.

@@ -50,6 +50,22 @@ func PrivateNetworkCommand(args ...string) (*exec.Cmd, error) {
 	return cmd, nil
 }
 
+// PrivateNetworkAvailable says whether a private network namespace can be made here (nil), or
+// why not.
+func PrivateNetworkAvailable() error {
+	cmd, err := PrivateNetworkCommand()
+	if err != nil {
+		return err
+	}
+	// The same namespace and setup, running `true` instead of this program.
+	cmd.Args[len(cmd.Args)-1] = "/bin/true"
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, nil, nil
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%w: %s", err, out)
+	}
+	return nil
+}
+
 // RunInPrivateNetwork runs this program again, with the same arguments, inside a private network
 // namespace — unless it already runs in one. ran says the other run happened (exit with code);
 // err says why no namespace could be made. Test packages call it from TestMain.
