@@ -279,6 +279,7 @@ func TestNormalize(t *testing.T) {
 		{"node name: [this host] \"vm\"", "node name: [this host]"},
 		{"kube-system   etcd-walkthrough   Running   12s", "kube-system etcd-walkthrough Running AGE"},
 		{"^C", ""},
+		{"ADD default/web-walkthrough uid b6f851ff054226b07e6088ba905d6e9b", "ADD default/web-walkthrough uid UID"},
 		{"valid 20250 port", "valid 20250 port"},
 	}
 	for _, tt := range tests {
