@@ -83,6 +83,7 @@ var normalizers = []struct {
 	{regexp.MustCompile(`(\d+\.\d+\.\d+\.\d+|localhost|\[::1\]):\d+`), "$1:PORT"},   // ports chosen at run time
 	{regexp.MustCompile(regexp.QuoteMeta(os.TempDir()) + `/[\w.-]+`), "TMPDIR/TMP"}, // temporary files
 	{regexp.MustCompile(`\[this host\].*`), "[this host]"},                          // machine-dependent
+	{regexp.MustCompile(`\b[0-9a-f]{32}\b`), "UID"},                                 // static pod UIDs hash the manifest's absolute path
 	{regexp.MustCompile(`(?m)\b\d+(ms|s|m|h|d)$`), "AGE"},                           // ages at the end of table rows
 	{regexp.MustCompile(`(?m)^\^C$`), ""},                                           // the terminal's echo of Ctrl-C
 	{regexp.MustCompile(`[ \t]+`), " "},                                             // column widths follow the values
