@@ -138,7 +138,9 @@ func describe(ctx context.Context, out io.Writer) error {
 	}
 	fmt.Fprintf(out, `
 4. cli.Run(command), seen on the real command after running it with --help:
-     persistent flags added      %s
+     persistent flags            %s
+                                 (cli.Run adds the logging flags; cobra adds pflag's global set,
+                                 where --version registered itself)
      PersistentPreRun injected   %t  (it calls logs.InitLogs once flags are parsed)
      errors                      printed by cli.Run, not by cobra (SilenceErrors=%t)
      the help it printed         %d lines; usage line %q
