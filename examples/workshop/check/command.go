@@ -51,15 +51,18 @@ func (o *checkOptions) run(ctx context.Context, out io.Writer, n int) error {
 	if err != nil {
 		return err
 	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.kubeconfig
-	config, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.context}).ClientConfig()
-	if err != nil {
-		return fmt.Errorf("no cluster: %w (start minikube, or chapter 07)", err)
-	}
-	client, err := kubernetes.NewForConfig(config)
-	if err != nil {
-		return err
+	env := checks.Env{Node: o.node}
+	if !ex.Offline {
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		rules.ExplicitPath = o.kubeconfig
+		config, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.context}).ClientConfig()
+		if err != nil {
+			return fmt.Errorf("no cluster: %w (start minikube, or chapter 07)", err)
+		}
+		if env.Client, err = kubernetes.NewForConfig(config); err != nil {
+			return err
+		}
+		env.Config = config
 	}
 	root, err := os.Getwd()
 	if err != nil {
@@ -69,7 +72,8 @@ func (o *checkOptions) run(ctx context.Context, out io.Writer, n int) error {
 	if err != nil {
 		return err
 	}
-	result, err := ex.Check(ctx, checks.Env{Client: client, Config: config, Answers: answers, Node: o.node, Root: root})
+	env.Answers, env.Root = answers, root
+	result, err := ex.Check(ctx, env)
 	if err != nil {
 		return fmt.Errorf("exercise %d could not be checked: %w", n, err)
 	}

@@ -1,5 +1,6 @@
 // Command check says whether a workshop exercise is done: it inspects the cluster of the current
-// kubeconfig context and your answers, and prints PASS or what is missing.
+// kubeconfig context and your answers, and prints PASS or what is missing. It exits 1 until the
+// exercise passes; like kubectl, it prints errors as "error: …" rather than as log lines.
 //
 //	go run ./examples/workshop/check 1
 //	make check EX=1
@@ -7,6 +8,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 
 	"k8s.io/component-base/cli"
@@ -14,6 +17,10 @@ import (
 
 func main() {
 	command := NewCheckCommand(context.Background())
-	code := cli.Run(command)
-	os.Exit(code)
+	if err := cli.RunNoErrOutput(command); err != nil {
+		if !errors.Is(err, errFailed) { // a FAIL has been printed already
+			fmt.Fprintln(os.Stderr, "error:", err)
+		}
+		os.Exit(1)
+	}
 }

@@ -48,20 +48,22 @@ type Exercise struct {
 	Number int
 	Name   string // its directory under examples/workshop
 	Title  string
-	Check  func(ctx context.Context, env Env) (Result, error)
+	// Offline exercises need no cluster (the coding ones).
+	Offline bool
+	Check   func(ctx context.Context, env Env) (Result, error)
 }
 
 // Exercises lists them in order.
 var Exercises = []Exercise{
-	{1, "01-find-static-pods", "Find the control plane's static pods", checkFindStaticPods},
-	{2, "02-add-static-pod", "Add, edit and mirror a static pod", checkAddStaticPod},
-	{3, "03-broken-manifest", "Break a manifest and find the kubelet's reason", checkBrokenManifest},
-	{4, "04-token-and-rbac", "A ServiceAccount token against the kubelet: 403, then RBAC", checkTokenAndRBAC},
-	{5, "05-address-and-port", "Where the kubelet is, and whose certificate it shows", checkAddressAndPort},
-	{6, "06-node-proxy", "Through the apiserver's node proxy", checkNodeProxy},
-	{7, "07-daemonset", "The client in the cluster, as an agent", checkDaemonSet},
-	{8, "08-toy-remove", "Coding: REMOVE in the toy's sync loop", checkCoding("08-toy-remove")},
-	{9, "09-toy-namespace-filter", "Coding: /pods?namespace= on the toy", checkCoding("09-toy-namespace-filter")},
+	{1, "01-find-static-pods", "Find the control plane's static pods", false, checkFindStaticPods},
+	{2, "02-add-static-pod", "Add, edit and mirror a static pod", false, checkAddStaticPod},
+	{3, "03-broken-manifest", "Break a manifest and find the kubelet's reason", false, checkBrokenManifest},
+	{4, "04-token-and-rbac", "A ServiceAccount token against the kubelet: 403, then RBAC", false, checkTokenAndRBAC},
+	{5, "05-address-and-port", "Where the kubelet is, and whose certificate it shows", false, checkAddressAndPort},
+	{6, "06-node-proxy", "Through the apiserver's node proxy", false, checkNodeProxy},
+	{7, "07-daemonset", "The client in the cluster, as an agent", false, checkDaemonSet},
+	{8, "08-toy-remove", "Coding: REMOVE in the toy's sync loop", true, checkCoding("08-toy-remove")},
+	{9, "09-toy-namespace-filter", "Coding: /pods?namespace= on the toy", true, checkCoding("09-toy-namespace-filter")},
 }
 
 // Find returns exercise n.
