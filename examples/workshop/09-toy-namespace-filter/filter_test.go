@@ -40,7 +40,7 @@ func TestNamespaceFilter(t *testing.T) {
 			resp, err := http.Get(srv.URL + "/pods" + tt.query)
 			require.NoError(t, err)
 			defer func() { _ = resp.Body.Close() }()
-			require.Equal(t, tt.code, resp.StatusCode)
+			require.Equal(t, tt.code, resp.StatusCode, "GET /pods%s answers %d", tt.query, tt.code)
 			if tt.code != http.StatusOK {
 				return
 			}
@@ -50,7 +50,7 @@ func TestNamespaceFilter(t *testing.T) {
 			for _, p := range list.Items {
 				names = append(names, p.Name)
 			}
-			assert.Equal(t, tt.names, names)
+			assert.Equal(t, tt.names, names, "GET /pods%s lists only that namespace's pods", tt.query)
 		})
 	}
 }

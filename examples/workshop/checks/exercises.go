@@ -287,8 +287,18 @@ func checkCoding(dir string) func(context.Context, Env) (Result, error) {
 		cmd.Env = append(os.Environ(), "WORKSHOP_EXERCISE=1")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-			r.missing("the exercise's test to pass; it says:\n      %s", strings.Join(lines[max(0, len(lines)-8):], "\n      "))
+			// The assertions' own messages say what is wrong; testify prints them as "Messages:".
+			var said []string
+			for _, line := range strings.Split(string(out), "\n") {
+				if _, msg, ok := strings.Cut(line, "Messages:"); ok {
+					said = append(said, strings.TrimSpace(msg))
+				}
+			}
+			if len(said) == 0 {
+				lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+				said = lines[max(0, len(lines)-8):]
+			}
+			r.missing("the exercise's test to pass; it says:\n      %s\n    (the whole output: go test ./examples/workshop/%s/ with WORKSHOP_EXERCISE=1)", strings.Join(said, "\n      "), dir)
 		}
 		return r, nil
 	}
