@@ -91,7 +91,7 @@ func (o *runOptions) run(ctx context.Context) error {
 	fmt.Fprintf(o.out, "Configuration: %s; --root-dir and --cert-dir point at a temporary directory.\n\n", source)
 	fmt.Fprint(o.out, "app.Run (server.go#L542-L560) logs the version, calls initForOS (it only acts for Windows\n"+
 		"services), then run (server.go#L656-L1012), whose steps are:\n\n")
-	s := &state{server: server, tmp: tmp}
+	s := &state{server: server}
 	counts := map[outcome]int{}
 	for i, st := range steps {
 		var result outcome

@@ -39,7 +39,6 @@ type state struct {
 	server     *options.KubeletServer
 	nodeName   string
 	standalone bool
-	tmp        string
 }
 
 // step is one step of run: a name, where it is (a citation that the notes' checker verifies:

@@ -205,19 +205,14 @@ func (o *watchOptions) run(ctx context.Context, out io.Writer) error {
 		case u := <-cfg.Updates():
 			pods := append([]*v1.Pod(nil), u.Pods...)
 			if len(pods) == 0 {
-				fmt.Fprintf(out, "%-9s (no pods: the source is ready, and empty)\n", opNames[u.Op])
+				fmt.Fprintf(out, "%-9s (no pods: the source is ready, and empty)\n", staticpods.OpName(u.Op))
 			}
 			sortPodPointers(pods)
 			for _, p := range pods {
-				fmt.Fprintf(out, "%-9s %s/%s  uid %s\n", opNames[u.Op], p.Namespace, p.Name, p.UID)
+				fmt.Fprintf(out, "%-9s %s/%s  uid %s\n", staticpods.OpName(u.Op), p.Namespace, p.Name, p.UID)
 			}
 		}
 	}
-}
-
-var opNames = map[kubetypes.PodOperation]string{
-	kubetypes.ADD: "ADD", kubetypes.UPDATE: "UPDATE", kubetypes.REMOVE: "REMOVE",
-	kubetypes.DELETE: "DELETE", kubetypes.RECONCILE: "RECONCILE",
 }
 
 func relative(dir, file string) string {

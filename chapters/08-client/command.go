@@ -198,10 +198,10 @@ func (o *clientOptions) print(rows []podtable.Row) error {
 	phase := podtable.Column{Header: "PHASE", Value: func(r podtable.Row) string { return string(r.Pod.Status.Phase) }}
 	switch o.output {
 	case "table":
-		return podtable.Print(o.out, rows, podtable.Node, podtable.Namespace, podtable.Name, phase, podtable.Kind)
+		return podtable.Print(o.out, rows, podtable.Node, podtable.Namespace, podtable.Name, phase, podtable.Source)
 	case "wide":
 		uid := podtable.Column{Header: "UID", Value: func(r podtable.Row) string { return string(r.Pod.UID) }}
-		return podtable.Print(o.out, rows, podtable.Node, podtable.Namespace, podtable.Name, phase, podtable.Kind, podtable.IP, uid, podtable.Age(time.Now))
+		return podtable.Print(o.out, rows, podtable.Node, podtable.Namespace, podtable.Name, phase, podtable.Source, podtable.IP, uid, podtable.Age(time.Now))
 	}
 	list := &corev1.PodList{}
 	list.Kind, list.APIVersion = "PodList", "v1"

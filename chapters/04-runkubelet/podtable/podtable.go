@@ -38,7 +38,7 @@ var (
 	Namespace = Column{"NAMESPACE", func(r Row) string { return r.Pod.Namespace }}
 	Name      = Column{"NAME", func(r Row) string { return r.Pod.Name }}
 	Status    = Column{"STATUS", func(r Row) string { return PodStatus(r.Pod) }}
-	Kind      = Column{"SOURCE", func(r Row) string { return Source(r.Pod) }}
+	Source    = Column{"SOURCE", func(r Row) string { return PodSource(r.Pod) }}
 	IP        = Column{"IP", func(r Row) string { return orNone(r.Pod.Status.PodIP) }}
 )
 
@@ -122,9 +122,9 @@ func PodAge(pod *v1.Pod, now time.Time) string {
 	return duration.HumanDuration(now.Sub(start))
 }
 
-// Source says where the kubelet got the pod: the kubernetes.io/config.source annotation
+// PodSource says where the kubelet got the pod: the kubernetes.io/config.source annotation
 // (file, http, api), with "mirror" for the apiserver's copy of a static pod.
-func Source(pod *v1.Pod) string {
+func PodSource(pod *v1.Pod) string {
 	if _, ok := pod.Annotations[v1.MirrorPodAnnotationKey]; ok {
 		return "mirror"
 	}

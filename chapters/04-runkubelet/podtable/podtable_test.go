@@ -26,7 +26,7 @@ func ExamplePrint() {
 		pod("kube-system", "etcd-minikube", v1.PodRunning, now.Add(-90*time.Second), map[string]string{v1.MirrorPodAnnotationKey: "abc"}),
 		pod("default", "web-minikube", v1.PodPending, now.Add(-3*time.Hour), map[string]string{"kubernetes.io/config.source": "file"}),
 	}
-	_ = Print(os.Stdout, Rows("minikube", pods), Node, Namespace, Name, Status, Kind, Age(func() time.Time { return now }))
+	_ = Print(os.Stdout, Rows("minikube", pods), Node, Namespace, Name, Status, Source, Age(func() time.Time { return now }))
 	// Output:
 	// NODE       NAMESPACE     NAME            STATUS    SOURCE   AGE
 	// minikube   default       web-minikube    Pending   file     3h
@@ -74,9 +74,9 @@ func TestPodAge(t *testing.T) {
 }
 
 func TestSource(t *testing.T) {
-	assert.Equal(t, "mirror", Source(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{v1.MirrorPodAnnotationKey: "x"}}}))
-	assert.Equal(t, "file", Source(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{"kubernetes.io/config.source": "file"}}}))
-	assert.Equal(t, "api", Source(&v1.Pod{}))
+	assert.Equal(t, "mirror", PodSource(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{v1.MirrorPodAnnotationKey: "x"}}}))
+	assert.Equal(t, "file", PodSource(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{"kubernetes.io/config.source": "file"}}}))
+	assert.Equal(t, "api", PodSource(&v1.Pod{}))
 }
 
 func TestPrintSortsAndDoesNotReorderInput(t *testing.T) {

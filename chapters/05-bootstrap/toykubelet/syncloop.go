@@ -9,6 +9,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/kubelet/events"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/06-static-pods/staticpods"
 )
 
 // Run is the sync loop: it reads pod updates until the channel closes or ctx ends (the real
@@ -40,7 +42,7 @@ func (k *Kubelet) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate) {
 // handle applies one update.
 func (k *Kubelet) handle(ctx context.Context, u kubetypes.PodUpdate) {
 	logger := klog.FromContext(ctx)
-	logger.V(2).Info("Pod update", "op", opName(u.Op), "source", u.Source, "pods", klog.KObjSlice(u.Pods))
+	logger.V(2).Info("Pod update", "op", staticpods.OpName(u.Op), "source", u.Source, "pods", klog.KObjSlice(u.Pods))
 	for _, pod := range u.Pods {
 		switch u.Op {
 		case kubetypes.ADD:
@@ -178,13 +180,4 @@ func conditions(now metav1.Time, ready v1.ConditionStatus) []v1.PodCondition {
 		out = append(out, v1.PodCondition{Type: t, Status: status, LastTransitionTime: now})
 	}
 	return out
-}
-
-// opName names an operation for the log.
-func opName(op kubetypes.PodOperation) string {
-	names := [...]string{"ADD", "DELETE", "REMOVE", "UPDATE", "RECONCILE"}
-	if int(op) < len(names) {
-		return names[op]
-	}
-	return fmt.Sprintf("op(%d)", op)
 }

@@ -1,6 +1,7 @@
 package staticpods
 
 import (
+	"fmt"
 	"reflect"
 
 	v1 "k8s.io/api/core/v1"
@@ -177,6 +178,15 @@ func sameAnnotations(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// OpName names a pod operation, for logs and for the reader.
+func OpName(op kubetypes.PodOperation) string {
+	names := [...]string{"ADD", "DELETE", "REMOVE", "UPDATE", "RECONCILE"}
+	if int(op) < len(names) {
+		return names[op]
+	}
+	return fmt.Sprintf("op(%d)", op)
 }
 
 func copies(pods []*v1.Pod) []*v1.Pod {

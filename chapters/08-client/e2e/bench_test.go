@@ -35,7 +35,7 @@ func podDir(b *testing.B, n int) string {
 // benchKubelet starts a kubelet with 110 pods that authenticates tokens through a review server
 // and has no client CA file, so that it offers HTTP/2.
 func benchKubelet(b *testing.B) (url, caFile, tokenFile string) {
-	s := startStandalone(b) // for its CA, tokens and review server
+	s := newCredentials(b)
 	serving := filepath.Join(s.dir, "serving.crt")
 	reviewClient, err := s.reviews.Client()
 	if err != nil {

@@ -58,6 +58,24 @@ type standalone struct {
 
 func startStandalone(t testing.TB) *standalone {
 	t.Helper()
+	s := newCredentials(t)
+	reviewClient, err := s.reviews.Client()
+	require.NoError(t, err)
+	s.kubelet, err = realkubelet.Start(context.Background(), realkubelet.Options{
+		NodeName: "e2e-node", StaticPodPath: "../../../examples/static-pods", ReadOnlyPort: -1,
+		TLSCertFile: filepath.Join(s.dir, "serving.crt"), TLSKeyFile: filepath.Join(s.dir, "serving.key"),
+		ClientCAFile: s.caFile, DenyAnonymous: true, Webhook: true, AuthClient: reviewClient,
+	})
+	require.NoError(t, err)
+	t.Cleanup(s.kubelet.Stop)
+	return s
+}
+
+// newCredentials makes the CA, the kubelet's serving certificate (serving.crt/.key in s.dir),
+// token files for the users reader (may get nodes/pods), nobody and garbage, and the review
+// server that knows them — without a kubelet.
+func newCredentials(t testing.TB) *standalone {
+	t.Helper()
 	s := &standalone{dir: t.TempDir(), tokens: map[string]string{}}
 	var err error
 	s.ca, err = pki.NewCA("e2e-ca")
@@ -66,7 +84,7 @@ func startStandalone(t testing.TB) *standalone {
 	require.NoError(t, err)
 	serving, err := s.ca.Issue(pki.Request{CommonName: "e2e-node", IPs: []net.IP{net.ParseIP("127.0.0.1")}, Server: true})
 	require.NoError(t, err)
-	certFile, keyFile, err := serving.Write(s.dir, "serving")
+	_, _, err = serving.Write(s.dir, "serving")
 	require.NoError(t, err)
 
 	users := map[string]authenticationv1.UserInfo{}
@@ -80,16 +98,6 @@ func startStandalone(t testing.TB) *standalone {
 	require.NoError(t, os.WriteFile(s.tokens["garbage"], []byte("not-a-token"), 0o600))
 	s.reviews = reviewserver.Start(users, map[string][]string{"system:serviceaccount:e2e:reader": {"get nodes/pods"}})
 	t.Cleanup(s.reviews.Close)
-	reviewClient, err := s.reviews.Client()
-	require.NoError(t, err)
-
-	s.kubelet, err = realkubelet.Start(context.Background(), realkubelet.Options{
-		NodeName: "e2e-node", StaticPodPath: "../../../examples/static-pods", ReadOnlyPort: -1,
-		TLSCertFile: certFile, TLSKeyFile: keyFile, ClientCAFile: s.caFile, DenyAnonymous: true,
-		Webhook: true, AuthClient: reviewClient,
-	})
-	require.NoError(t, err)
-	t.Cleanup(s.kubelet.Stop)
 	return s
 }
 
