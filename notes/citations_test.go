@@ -41,27 +41,62 @@ func TestCitations(t *testing.T) {
 	}
 }
 
-// TestCheckerFindsBrokenCitations proves the checker fails, naming file and line, on each kind
-// of broken citation.
+// TestCheckerFindsBrokenCitations proves the checker: each rule has citations it accepts and a
+// deliberately wrong one it must reject, naming file and line.
 func TestCheckerFindsBrokenCitations(t *testing.T) {
 	src := NewSource(pinned(t), pinned(t))
 	const link = "https://github.com/kubernetes/kubernetes/blob/" + "v1.37.2"
+	const server = link + "/cmd/kubelet/app/server.go"
 	tests := []struct {
 		name, file, text string
 		wantErr          string // empty: valid
 	}{
-		{"valid link", "n.md", "see [`func RunKubelet`](" + link + "/cmd/kubelet/app/server.go#L1285-L1339)", ""},
-		{"valid staging link", "n.md", "[`func Run(cmd *cobra.Command) int`](" + link + "/staging/src/k8s.io/component-base/cli/run.go#L43)", ""},
-		{"valid file link", "n.md", "[server.go](" + link + "/cmd/kubelet/app/server.go)", ""},
-		{"valid short form over two comment lines", "x.go", "// see cmd/kubelet/app/server.go#L1285-L1339\n// (func RunKubelet) for more", ""},
-		{"symbol moved", "n.md", "\n\n[`func RunKubelet`](" + link + "/cmd/kubelet/app/server.go#L1341-L1355)", "n.md:3: cmd/kubelet/app/server.go#L1341-L1355 (func RunKubelet): \"func RunKubelet\" is not in those lines in v1.37.2; it is at line 1285 now"},
-		{"symbol nowhere", "n.md", "[`func NoSuchThing`](" + link + "/cmd/kubelet/app/server.go#L1-L2)", "nor anywhere in the file"},
+		// Form.
+		{"valid file link", "n.md", "[server.go](" + server + ")", ""},
+		{"valid staging link", "n.md", "[`func Run(cmd *cobra.Command) int`](" + link + "/staging/src/k8s.io/component-base/cli/run.go#L43-L77)", ""},
 		{"lines past the end", "n.md", "[`x`](" + link + "/cmd/kubelet/kubelet.go#L100-L120)", "lines out of range"},
 		{"no such file", "n.md", "[`x`](" + link + "/cmd/kubelet/nope.go#L1)", "no such file in kubernetes"},
-		{"not a code span", "n.md", "[RunKubelet](" + link + "/cmd/kubelet/app/server.go#L1285)", "must be one code span"},
-		{"another tag", "n.md", "[`func RunKubelet`](https://github.com/kubernetes/kubernetes/blob/v1.36.0/cmd/kubelet/app/server.go#L1285)", "cites v1.36.0, not the pinned"},
+		{"not a code span", "n.md", "[RunKubelet](" + server + "#L1285-L1339)", "must be one code span"},
+		{"another tag", "n.md", "[`func RunKubelet`](https://github.com/kubernetes/kubernetes/blob/v1.36.0/cmd/kubelet/app/server.go#L1285-L1339)", "cites v1.36.0, not the pinned"},
 		{"master", "n.md", "[`func RunKubelet`](https://github.com/kubernetes/kubernetes/blob/master/cmd/kubelet/app/server.go#L1285)", "which moves; pin a release tag"},
-		{"short form, wrong symbol", "x.go", "// cmd/kubelet/app/server.go#L1285 (func startKubelet)", "x.go:1: cmd/kubelet/app/server.go#L1285 (func startKubelet)"},
+		{"short form naming nothing", "x.go", "// see cmd/kubelet/app/server.go#L1285-L1339 for more", "must name what the lines hold"},
+		{"short form with open parentheses", "x.go", "var s = \"cmd/kubelet/app/server.go#L1285-L1339 (func RunKubelet(\"\nvar t = 1 // )", "must name what the lines hold"},
+		{"short form in a string", "x.go", "var s = \"cmd/kubelet/app/server.go#L204 (verflag.PrintAndExitIfRequested())\"", ""},
+		{"short form over two comment lines", "x.go", "// see cmd/kubelet/app/server.go#L1285-L1339\n// (func RunKubelet) for more", ""},
+		{"a blank line ends a comment", "x.go", "// see cmd/kubelet/app/server.go#L1285-L1339\n\n// (func RunKubelet) for more", "must name what the lines hold"},
+		{"short form in Markdown is checked", "n.md", "see `cmd/kubelet/app/server.go#L1285-L1340 (func RunKubelet)`", "func RunKubelet is #L1285-L1339"},
+
+		// Rule 1: a declaration is cited with its own first and last lines.
+		{"func", "n.md", "see [`func RunKubelet`](" + server + "#L1285-L1339)", ""},
+		{"func with its signature", "x.go", "// cmd/kubelet/app/server.go#L1285-L1339 (func RunKubelet(ctx context.Context, kubeServer *options.KubeletServer, kubeDeps *kubelet.Dependencies) error)", ""},
+		{"method", "n.md", "[`func (kl *Kubelet) Run(`](" + link + "/pkg/kubelet/kubelet.go#L1883-L2002)", ""},
+		{"type", "n.md", "[`type Bootstrap interface {`](" + link + "/pkg/kubelet/kubelet.go#L297-L306)", ""},
+		{"var", "n.md", "[`var DefaultEvictionHard = map[string]string{`](" + link + "/pkg/kubelet/eviction/defaults_linux.go#L22-L28)", ""},
+		{"func with its doc comment", "n.md", "\n\n[`func RunKubelet`](" + server + "#L1278-L1339)", "n.md:3: cmd/kubelet/app/server.go#L1278-L1339 (func RunKubelet): func RunKubelet is #L1285-L1339 in v1.37.2"},
+		{"func one line short", "n.md", "[`func RunKubelet`](" + server + "#L1285-L1338)", "func RunKubelet is #L1285-L1339"},
+		{"func signature only", "n.md", "[`func RunKubelet`](" + server + "#L1285)", "func RunKubelet is #L1285-L1339"},
+		{"func elsewhere", "n.md", "[`func RunKubelet`](" + server + "#L1341-L1355)", "func RunKubelet is #L1285-L1339"},
+		{"method of another type", "n.md", "[`func (s *Server) Run(`](" + link + "/pkg/kubelet/kubelet.go#L1883-L2002)", "not in those lines"},
+		{"type with its doc comment", "n.md", "[`type Bootstrap interface {`](" + link + "/pkg/kubelet/kubelet.go#L296-L306)", "type Bootstrap is #L297-L306"},
+		{"var with a line above", "n.md", "[`var DefaultEvictionHard`](" + link + "/pkg/kubelet/eviction/defaults_linux.go#L21-L28)", "var DefaultEvictionHard is #L22-L28"},
+		{"short form, wrong func", "x.go", "// cmd/kubelet/app/server.go#L1285-L1339 (func startKubelet)", "x.go:1: cmd/kubelet/app/server.go#L1285-L1339 (func startKubelet): func startKubelet is #L1341-L1355"},
+
+		// Rule 2: quoted text opens the range, which ends where the text, the code it opens, or
+		// a run of statements ends.
+		{"statement", "n.md", "[`verflag.PrintAndExitIfRequested()`](" + server + "#L204)", ""},
+		{"statement with the comment above", "n.md", "[`verflag.PrintAndExitIfRequested()`](" + server + "#L203-L204)", ""},
+		{"the if a text opens", "n.md", "[`if help {`](" + server + "#L199-L201)", ""},
+		{"a run of statements", "n.md", "[`help, err := cleanFlagSet.GetBool(\"help\")`](" + server + "#L195-L201)", ""},
+		{"a comment paragraph outside Go", "n.md", "[`The following packages have been migrated to contextual logging.`](" + link + "/hack/logcheck.conf#L24-L26)", ""},
+		{"a shell function", "n.md", "[`kube::version::ldflags()`](" + link + "/hack/lib/version.sh#L151-L183)", ""},
+		{"text not on the first line", "n.md", "[`verflag.PrintAndExitIfRequested()`](" + server + "#L199-L204)", "begins on line 204, not on the first line of the range"},
+		{"range past the if", "n.md", "[`if help {`](" + server + "#L199-L202)", "the range must end where"},
+		{"run out of its block", "n.md", "[`return cmd.Help()`](" + server + "#L200-L201)", "the range must end where"},
+		{"range past a shell function", "n.md", "[`kube::version::ldflags()`](" + link + "/hack/lib/version.sh#L151-L182)", "the range must end where"},
+		{"text moved", "n.md", "[`verflag.PrintAndExitIfRequested()`](" + server + "#L100)", "it is at line 204 now"},
+		{"a blank line above the comment", "n.md", "[`verflag.PrintAndExitIfRequested()`](" + server + "#L202-L204)", "begins on line 204"},
+		{"range past a comment paragraph", "n.md", "[`The following packages have been migrated to contextual logging.`](" + link + "/hack/logcheck.conf#L24-L27)", "the range must end where"},
+		{"text nowhere", "n.md", "[`NoSuchThing()`](" + server + "#L1-L2)", "nor anywhere in the file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -76,32 +111,64 @@ func TestCheckerFindsBrokenCitations(t *testing.T) {
 				require.Len(t, cites, 1)
 				return
 			}
-			require.NotEmpty(t, errs)
+			require.NotEmpty(t, errs, "%v", cites)
 			assert.Contains(t, errs[0].Error(), tt.wantErr)
 		})
 	}
 }
 
-// TestBrokenCopyFails breaks one citation in a copy of the real notes and chapters and expects
-// exactly that one to be reported.
+// TestBrokenCopyFails breaks one citation in a copy of the real tree, in each kind of file the
+// checker covers, and expects exactly that one to be reported.
 func TestBrokenCopyFails(t *testing.T) {
-	root := t.TempDir()
-	for _, dir := range []string{"notes", "chapters"} {
-		require.NoError(t, os.CopyFS(filepath.Join(root, dir), os.DirFS(filepath.Join("..", dir))))
+	tests := []struct {
+		name, file, good, bad string
+		wantErr               []string
+	}{
+		{"a note", "notes/04-runkubelet.md",
+			"cmd/kubelet/app/server.go#L1285-L1339)", "cmd/kubelet/app/server.go#L1278-L1339)",
+			[]string{"notes/04-runkubelet.md:", "#L1278-L1339 (func RunKubelet)", "func RunKubelet is #L1285-L1339"}},
+		{"a chapter's Go comment", "chapters/01-entrypoint/main.go",
+			"cmd/kubelet/app/server.go#L142-L329 (func NewKubeletCommand)", "cmd/kubelet/app/server.go#L142-L336 (func NewKubeletCommand)",
+			[]string{"chapters/01-entrypoint/main.go:", "func NewKubeletCommand is #L142-L329"}},
+		{"a chapter's step table", "chapters/03-run/steps.go",
+			"server.go#L660-L665 (watchdog.NewHealthChecker(logger))", "server.go#L660-L665 (healthChecker.Start(ctx))",
+			[]string{"chapters/03-run/steps.go:", "begins on line 665"}},
+		{"examples' Markdown", "examples/workshop/README.md",
+			"# ", "See [`func RunKubelet`](https://github.com/kubernetes/kubernetes/blob/v1.37.2/cmd/kubelet/app/server.go#L1285).\n\n# ",
+			[]string{"examples/workshop/README.md:1:", "func RunKubelet is #L1285-L1339"}},
 	}
-	note := filepath.Join(root, "notes", "04-runkubelet.md")
-	data, err := os.ReadFile(note)
-	require.NoError(t, err)
-	const good = "cmd/kubelet/app/server.go#L1278-L1339)"
-	require.Contains(t, string(data), good, "the note cites RunKubelet")
-	broken := strings.Replace(string(data), good, "cmd/kubelet/app/server.go#L1300-L1339)", 1)
-	require.NoError(t, os.WriteFile(note, []byte(broken), 0o644))
-
 	src := NewSource(pinned(t), pinned(t))
-	checked, problems := CheckTree(root, src)
-	require.Positive(t, checked)
-	require.Len(t, problems, 1, "%v", problems)
-	assert.Contains(t, problems[0].Error(), "notes/04-runkubelet.md:")
-	assert.Contains(t, problems[0].Error(), "#L1300-L1339 (func RunKubelet)")
-	assert.Contains(t, problems[0].Error(), "it is at line 1285 now")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			for _, dir := range []string{"notes", "chapters", "examples"} {
+				require.NoError(t, os.CopyFS(filepath.Join(root, dir), os.DirFS(filepath.Join("..", dir))))
+			}
+			// What is wrong in the tree already is TestCitations' business, not this test's.
+			_, before := CheckTree(root, src)
+			known := map[string]bool{}
+			for _, p := range before {
+				known[p.Error()] = true
+			}
+
+			file := filepath.Join(root, tt.file)
+			data, err := os.ReadFile(file)
+			require.NoError(t, err)
+			require.Contains(t, string(data), tt.good)
+			require.NoError(t, os.WriteFile(file, []byte(strings.Replace(string(data), tt.good, tt.bad, 1)), 0o644))
+
+			checked, after := CheckTree(root, src)
+			require.Positive(t, checked)
+			var problems []string
+			for _, p := range after {
+				if !known[p.Error()] {
+					problems = append(problems, p.Error())
+				}
+			}
+			require.Len(t, problems, 1, "%v", problems)
+			for _, want := range tt.wantErr {
+				assert.Contains(t, problems[0], want)
+			}
+		})
+	}
 }

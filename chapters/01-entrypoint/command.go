@@ -163,7 +163,8 @@ func countFlags(fs *pflag.FlagSet) int {
 
 // safeArgs are the only argument lists passed to the real kubelet command: both return (help)
 // or exit (version) in RunE before anything is started
-// (cmd/kubelet/app/server.go#L194-L204 (verflag.PrintAndExitIfRequested)).
+// (cmd/kubelet/app/server.go#L199-L201 (if help {), cmd/kubelet/app/server.go#L204
+// (verflag.PrintAndExitIfRequested())).
 var safeArgs = [][]string{{"--help"}, {"-h"}, {"--version"}, {"--version=true"}, {"--version=raw"}}
 
 func newKubeletCommand(ctx context.Context) *cobra.Command {

@@ -1,6 +1,6 @@
 // Chapter 01 is the kubelet's entry point: the three lines of cmd/kubelet/kubelet.go#L35-L39
 // (func main) and the cobra command they build, app.NewKubeletCommand
-// (cmd/kubelet/app/server.go#L142-L336 (func NewKubeletCommand)).
+// (cmd/kubelet/app/server.go#L142-L329 (func NewKubeletCommand)).
 //
 // The chapter builds the real command and takes it apart: its settings, its four flag sets, and
 // what component-base's cli.Run adds around it. It runs the real command only where that is

@@ -1,5 +1,5 @@
 // Chapter 03 walks app.Run and run, the function that turns a parsed configuration into a
-// running node agent (cmd/kubelet/app/server.go#L542-L560 (func Run),
+// running node agent (cmd/kubelet/app/server.go#L542-L556 (func Run),
 // cmd/kubelet/app/server.go#L656-L1012 (func run)).
 //
 // run takes about twenty steps, in a fixed order. This chapter lists each with its lines, and

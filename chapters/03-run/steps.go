@@ -42,7 +42,8 @@ type state struct {
 }
 
 // step is one step of run: a name, where it is (a citation that the notes' checker verifies:
-// the text in parentheses must be in those lines), and what this chapter does with it.
+// the text in parentheses opens those lines, which end where a statement ends), and what this
+// chapter does with it.
 type step struct {
 	name string
 	cite string
@@ -56,7 +57,7 @@ func (s step) lines() string {
 }
 
 var steps = []step{
-	{"health checker (systemd watchdog)", "cmd/kubelet/app/server.go#L660-L665 (healthChecker.Start(ctx))", func(ctx context.Context, s *state) (outcome, string) {
+	{"health checker (systemd watchdog)", "cmd/kubelet/app/server.go#L660-L665 (watchdog.NewHealthChecker(logger))", func(ctx context.Context, s *state) (outcome, string) {
 		hc, err := watchdog.NewHealthChecker(klog.FromContext(ctx))
 		if err != nil {
 			return failed, err.Error()
@@ -67,7 +68,7 @@ var steps = []step{
 		}
 		return ran, "systemd watchdog configured: the checker pings it"
 	}},
-	{"feature gates from the configuration", "cmd/kubelet/app/server.go#L667-L673 (metricsfeatures.ApplyFeatureGates)", func(_ context.Context, s *state) (outcome, string) {
+	{"feature gates from the configuration", "cmd/kubelet/app/server.go#L667-L673 (utilfeature.DefaultMutableFeatureGate.SetFromMap)", func(_ context.Context, s *state) (outcome, string) {
 		if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(s.server.FeatureGates); err != nil {
 			return failed, err.Error()
 		}
@@ -104,7 +105,7 @@ var steps = []step{
 		}
 		return ran, "--kubeconfig given: the kubelet will talk to an apiserver"
 	}},
-	{"dependencies (UnsecuredDependencies)", "cmd/kubelet/app/server.go#L722-L727 (UnsecuredDependencies)", func(ctx context.Context, s *state) (outcome, string) {
+	{"dependencies (UnsecuredDependencies)", "cmd/kubelet/app/server.go#L722-L727 (if kubeDeps == nil {)", func(ctx context.Context, s *state) (outcome, string) {
 		// The kubelet binary has built them already, in NewKubeletCommand's RunE.
 		deps, err := app.UnsecuredDependencies(ctx, s.server, utilfeature.DefaultFeatureGate)
 		if err != nil {
@@ -124,13 +125,13 @@ var steps = []step{
 		}
 		return ran, fmt.Sprintf("this machine's hostname, lower-cased: [this host] %q", name)
 	}},
-	{"API clients", "cmd/kubelet/app/server.go#L735-L787 (case standaloneMode:)", func(_ context.Context, s *state) (outcome, string) {
+	{"API clients", "cmd/kubelet/app/server.go#L735-L787 (if in standalone mode, indicate as much by setting all clients to nil)", func(_ context.Context, s *state) (outcome, string) {
 		if s.standalone {
 			return ran, "standalone: KubeClient, EventClient and HeartbeatClient set to nil"
 		}
 		return skipped, "would build three clients from " + s.server.KubeConfig + " (chapter 07 runs one against a real apiserver)"
 	}},
-	{"authentication and authorization (BuildAuth)", "cmd/kubelet/app/server.go#L789-L796 (BuildAuth()", func(ctx context.Context, s *state) (outcome, string) {
+	{"authentication and authorization (BuildAuth)", "cmd/kubelet/app/server.go#L789-L796 (if kubeDeps.Auth == nil {)", func(ctx context.Context, s *state) (outcome, string) {
 		_, runCAReload, err := app.BuildAuth(nodeNameOf(s), nil, s.server.KubeletConfiguration)
 		if err != nil {
 			return failed, fmt.Sprintf("%v: a standalone kubelet needs authentication.webhook.enabled=false and authorization.mode=AlwaysAllow (chapter 04 sets them)", err)
@@ -146,7 +147,7 @@ var steps = []step{
 		}
 		return skipped, "a runtime listens at " + endpoint + ", this chapter leaves it alone [this host]"
 	}},
-	{"CRI stats support check", "cmd/kubelet/app/server.go#L802-L811 (PodSandboxStats)", func(context.Context, *state) (outcome, string) {
+	{"CRI stats support check", "cmd/kubelet/app/server.go#L802-L811 (features.PodAndContainerStatsFromCRI)", func(context.Context, *state) (outcome, string) {
 		return skipped, "asks the runtime for PodSandboxStats; chapter 04 gives the kubelet a fake CRI runtime"
 	}},
 	{"cgroup driver from the runtime", "cmd/kubelet/app/server.go#L814-L816 (getCgroupDriverFromCRI)", func(_ context.Context, s *state) (outcome, string) {
@@ -164,11 +165,11 @@ var steps = []step{
 		cz.Set(versioned)
 		return ran, "the effective configuration registered for GET /configz"
 	}},
-	{"cgroup roots", "cmd/kubelet/app/server.go#L824-L842 (cm.NodeAllocatableRoot)", func(_ context.Context, s *state) (outcome, string) {
+	{"cgroup roots", "cmd/kubelet/app/server.go#L824-L842 (var cgroupRoots []string)", func(_ context.Context, s *state) (outcome, string) {
 		root := cm.NodeAllocatableRoot(s.server.CgroupRoot, s.server.CgroupsPerQOS, s.server.CgroupDriver)
 		return ran, fmt.Sprintf("pods go under %s (cgroupsPerQOS=%t, driver %s)", root, s.server.CgroupsPerQOS, s.server.CgroupDriver)
 	}},
-	{"cAdvisor", "cmd/kubelet/app/server.go#L844-L851 (cadvisor.New()", func(context.Context, *state) (outcome, string) {
+	{"cAdvisor", "cmd/kubelet/app/server.go#L844-L851 (if kubeDeps.CAdvisorInterface == nil {)", func(context.Context, *state) (outcome, string) {
 		return skipped, "cadvisor.New watches every cgroup of the machine; chapter 04 uses cadvisor's testing.Fake"
 	}},
 	{"event recorder", "cmd/kubelet/app/server.go#L854 (makeEventRecorder(ctx, kubeDeps, nodeName))", func(_ context.Context, s *state) (outcome, string) {
@@ -177,7 +178,7 @@ var steps = []step{
 		}
 		return skipped, "would send events to the apiserver"
 	}},
-	{"container manager (cgroups, eviction, QoS, resources)", "cmd/kubelet/app/server.go#L856-L970 (cm.NewContainerManager()", func(_ context.Context, s *state) (outcome, string) {
+	{"container manager (cgroups, eviction, QoS, resources)", "cmd/kubelet/app/server.go#L856-L970 (if kubeDeps.ContainerManager == nil {)", func(_ context.Context, s *state) (outcome, string) {
 		thresholds, err := eviction.ParseThresholdConfig(nil, s.server.EvictionHard, nil, nil, nil)
 		if err != nil {
 			return failed, err.Error()
@@ -189,18 +190,18 @@ var steps = []step{
 		sort.Strings(hard)
 		return skipped, fmt.Sprintf("parsed hard eviction %s; cm.NewContainerManager needs root and cgroups (chapter 04: cm.NewStubContainerManager)", strings.Join(hard, ", "))
 	}},
-	{"startup latency trackers", "cmd/kubelet/app/server.go#L972-L978 (NewPodStartupLatencyTracker)", func(ctx context.Context, _ *state) (outcome, string) {
+	{"startup latency trackers", "cmd/kubelet/app/server.go#L972-L978 (if kubeDeps.PodStartupLatencyTracker == nil {)", func(ctx context.Context, _ *state) (outcome, string) {
 		_ = kubeletutil.NewPodStartupLatencyTracker()
 		_ = kubeletutil.NewNodeStartupLatencyTracker(klog.FromContext(ctx))
 		return ran, "pod and node startup trackers created"
 	}},
-	{"OOM score of the kubelet process", "cmd/kubelet/app/server.go#L981-L984 (ApplyOOMScoreAdj)", func(_ context.Context, s *state) (outcome, string) {
+	{"OOM score of the kubelet process", "cmd/kubelet/app/server.go#L981-L984 (oomAdjuster := kubeDeps.OOMAdjuster)", func(_ context.Context, s *state) (outcome, string) {
 		return skipped, fmt.Sprintf("would write %d to this process's oom_score_adj; needs privileges", s.server.OOMScoreAdj)
 	}},
 	{"RunKubelet", "cmd/kubelet/app/server.go#L986-L988 (RunKubelet(ctx, s, kubeDeps))", func(context.Context, *state) (outcome, string) {
 		return skipped, "chapter 04 runs it"
 	}},
-	{"healthz server", "cmd/kubelet/app/server.go#L990-L999 (healthz.InstallHandler(mux))", func(_ context.Context, s *state) (outcome, string) {
+	{"healthz server", "cmd/kubelet/app/server.go#L990-L999 (if s.HealthzPort > 0 {)", func(_ context.Context, s *state) (outcome, string) {
 		if s.server.HealthzPort <= 0 {
 			return noop, "healthzPort 0"
 		}
@@ -215,7 +216,7 @@ var steps = []step{
 		}
 		return skipped, "NOTIFY_SOCKET is set: this chapter does not notify your systemd"
 	}},
-	{"wait for the context or the lock file", "cmd/kubelet/app/server.go#L1004-L1009 (case <-ctx.Done():)", func(context.Context, *state) (outcome, string) {
+	{"wait for the context or the lock file", "cmd/kubelet/app/server.go#L1004-L1009 (select {)", func(context.Context, *state) (outcome, string) {
 		return skipped, "the real run blocks here until the kubelet is told to stop"
 	}},
 }

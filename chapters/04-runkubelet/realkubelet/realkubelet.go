@@ -296,7 +296,7 @@ func openFileLimit() int64 {
 }
 
 // registerConfigz publishes config as "kubeletconfig" on /configz, as run()'s initConfigz does
-// (cmd/kubelet/app/server.go#L603-L616 (func initConfigz)).
+// (cmd/kubelet/app/server.go#L603-L615 (func initConfigz)).
 func registerConfigz(config *kubeletconfig.KubeletConfiguration) error {
 	versioned := &kubeletconfigv1beta1.KubeletConfiguration{}
 	if err := kubeletconfigconversion.Convert_config_KubeletConfiguration_To_v1beta1_KubeletConfiguration(config, versioned, nil); err != nil {

@@ -45,8 +45,8 @@ func (k *Kubelet) ListenAndServePodResources(ctx context.Context) {
 }
 
 // ListenAndServePods serves the Pods API when the PodsAPI feature gate is on, as the real
-// kubelet does (pkg/kubelet/kubelet.go#L3435-L3448 (features.PodsAPI)). The gate is beta and
-// on by default since v1.37 (alpha, off, in v1.36).
+// kubelet does (pkg/kubelet/kubelet.go#L3435-L3448 (func (kl *Kubelet) ListenAndServePods)).
+// The gate is beta and on by default since v1.37 (alpha, off, in v1.36).
 func (k *Kubelet) ListenAndServePods(ctx context.Context) {
 	if !utilfeature.DefaultFeatureGate.Enabled(features.PodsAPI) {
 		klog.FromContext(ctx).Info("PodsAPI feature gate is off: not serving the Pods API")

@@ -48,9 +48,9 @@ type Running struct {
 }
 
 // Start makes a toy kubelet and starts it the way the real one is started: createAndInitKubelet
-// calls BirthCry and StartGarbageCollection (cmd/kubelet/app/server.go#L1357-L1403 (k.BirthCry())),
+// calls BirthCry and StartGarbageCollection (cmd/kubelet/app/server.go#L1398-L1400 (k.BirthCry())),
 // then startKubelet starts the sync loop and the servers, each in its goroutine
-// (cmd/kubelet/app/server.go#L1341-L1355 (go k.Run(ctx, podCfg.Updates()))).
+// (cmd/kubelet/app/server.go#L1341-L1355 (func startKubelet)).
 func Start(ctx context.Context, opts StartOptions) (*Running, error) {
 	if opts.Address == "" {
 		opts.Address = "127.0.0.1"

@@ -20,7 +20,7 @@ import (
 // (pkg/kubelet/kubelet.go#L2750-L2783 (case u, open := <-configCh:)).
 //
 // There is no SET operation: v1.37.2's sources send full sets that PodConfig turns into the
-// operations below (pkg/kubelet/types/pod_update.go#L42-L52 (ADD PodOperation = iota)).
+// operations below (pkg/kubelet/types/pod_update.go#L42-L51 (ADD PodOperation = iota)).
 func (k *Kubelet) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate) {
 	logger := klog.FromContext(ctx)
 	logger.Info("Toy kubelet sync loop started", "node", k.opts.NodeName)

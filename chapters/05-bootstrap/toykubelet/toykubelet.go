@@ -100,7 +100,7 @@ func (k *Kubelet) BirthCry() {
 
 // StartGarbageCollection starts the loop that forgets pods which have been gone longer than the
 // grace period — the toy's counterpart of container garbage collection
-// (pkg/kubelet/kubelet.go#L1719-L1736 (kl.containerGC.GarbageCollect(ctx))). It returns at once.
+// (pkg/kubelet/kubelet.go#L1723-L1735 (kl.containerGC.GarbageCollect(ctx))). It returns at once.
 func (k *Kubelet) StartGarbageCollection(ctx context.Context) {
 	go wait.UntilWithContext(ctx, func(ctx context.Context) {
 		if forgotten := k.pods.forgetRemoved(k.clock.Now().Add(-k.opts.GCGracePeriod)); len(forgotten) > 0 {
