@@ -15,7 +15,7 @@ import (
 	"k8s.io/kubernetes/cmd/kubelet/app/options"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/02-config/configload"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/03-run/kubeletlog"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
 )
 
 type runOptions struct {

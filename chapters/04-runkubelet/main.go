@@ -32,9 +32,9 @@ import (
 	"k8s.io/component-base/cli"
 	"k8s.io/klog/v2"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/03-run/kubeletlog"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/podtable"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/realkubelet"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/podtable"
 )
 
 func main() {

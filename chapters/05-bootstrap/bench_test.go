@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/03-run/kubeletlog"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/realkubelet"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/05-bootstrap/toykubelet"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
 )
 
 // BenchmarkNewManifestVisible measures, for the toy and for the real kubelet side by side, the

@@ -18,10 +18,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/printers"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/03-run/kubeletlog"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/podtable"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/06-static-pods/staticpods"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/07-minicluster/minicluster"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/netns"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/podtable"
 )
 
 type clusterOptions struct {
@@ -53,7 +54,7 @@ func NewMiniclusterCommand(ctx context.Context) *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			if _, inside := minicluster.InPrivateNetwork(); o.nodeIP == "" && !inside {
+			if _, inside := netns.Inside(); o.nodeIP == "" && !inside {
 				return o.runInPrivateNetwork(ctx)
 			}
 			return o.run(ctx)
@@ -113,7 +114,7 @@ func (o *clusterOptions) runInPrivateNetwork(ctx context.Context) error {
 	defer func() { _ = os.RemoveAll(dir) }()
 	socket := filepath.Join(dir, "apiserver.sock")
 	args := append(os.Args[1:], "--relay-socket="+socket, "--relay-port="+strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
-	child, err := minicluster.PrivateNetworkCommand(args...)
+	child, err := netns.Command(args...)
 	if err != nil {
 		return fmt.Errorf("%w; or run on this machine's network with --node-ip=<one of its addresses>", err)
 	}
@@ -151,7 +152,7 @@ func (o *clusterOptions) run(ctx context.Context) error {
 		return err
 	}
 	defer closeLog()
-	nodeIP, private := minicluster.InPrivateNetwork()
+	nodeIP, private := netns.Inside()
 	if o.nodeIP != "" {
 		nodeIP = o.nodeIP
 	}

@@ -11,13 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/netns"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/tier"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/07-minicluster/minicluster"
 )
 
 type lockedBuffer struct {
@@ -40,9 +40,7 @@ func (b *lockedBuffer) String() string {
 // The chapter's promise: run it, then point kubectl at the kubeconfig it printed, from this
 // machine's network, through the relay into the cluster's private network namespace.
 func TestKubectlReachesTheCluster(t *testing.T) {
-	if err := minicluster.PrivateNetworkAvailable(); err != nil {
-		t.Skipf("no private network namespace can be made here: %v", err)
-	}
+	tier.Require(t, "private network", netns.Available())
 	bin := filepath.Join(t.TempDir(), "minicluster")
 	build := exec.Command("go", "build", "-o", bin, ".")
 	out, err := build.CombinedOutput()

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/pki"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/pki"
 )
 
 const staticPods = "../../../examples/static-pods"

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/tier"
 )
 
 // BenchmarkStart measures a cold start of the whole cluster — etcd, apiserver, kubelets — until
@@ -15,9 +17,7 @@ import (
 // and reports the process's peak resident memory (VmHWM: the peak of the whole benchmark process
 // so far, so the second sub-benchmark's includes the first's).
 func BenchmarkStart(b *testing.B) {
-	if skipReason != "" {
-		b.Skip(skipReason)
-	}
+	tier.Require(b, "private network", noNetns)
 	for _, nodes := range []int{1, 3} {
 		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
 			var names []string

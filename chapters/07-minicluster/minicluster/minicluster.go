@@ -12,7 +12,7 @@
 // kubelet client certificate bound to system:kubelet-api-admin, as kubeadm binds it.
 //
 // The kubelet refuses a loopback node IP and the apiserver refuses to proxy to one, so a node
-// needs a real address of the machine; NetworkNamespace gives a private one where the machine's
+// needs a real address of the machine; the support package netns gives a private one where the machine's
 // own must not be used.
 package minicluster
 
@@ -44,8 +44,8 @@ import (
 	"k8s.io/kubernetes/cmd/kubelet/app/options"
 	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/pki"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/realkubelet"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/pki"
 )
 
 // Options describe the cluster to start.
@@ -228,7 +228,7 @@ func checkNodeIP(ip string) error {
 	parsed := net.ParseIP(ip)
 	switch {
 	case ip == "":
-		return errors.New("a node IP is needed: the kubelet refuses loopback addresses; use an address of this machine, or a private network namespace (see NetworkNamespace)")
+		return errors.New("a node IP is needed: the kubelet refuses loopback addresses; use an address of this machine, or a private network namespace (package netns)")
 	case parsed == nil:
 		return fmt.Errorf("node IP %q is not an IP address", ip)
 	case parsed.IsLoopback() || !parsed.IsGlobalUnicast():

@@ -23,27 +23,29 @@ import (
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/03-run/kubeletlog"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/netns"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/tier"
 )
 
 // The tests need node addresses that are not loopback and lead nowhere: TestMain runs the test
 // binary again inside a private network namespace, or the tests skip and say why.
 var (
-	skipReason string
-	shared     *Cluster // one cluster for the package: starting one takes seconds
-	staticDir  string   // its static pod directory, which tests edit
+	noNetns   error    // why no private network namespace could be made
+	shared    *Cluster // one cluster for the package: starting one takes seconds
+	staticDir string   // its static pod directory, which tests edit
 )
 
 var nodeNames = []string{"node-a", "node-b"}
 
 func TestMain(m *testing.M) {
-	if ran, code, err := RunInPrivateNetwork(); ran {
+	if ran, code, err := netns.RunInside(); ran {
 		os.Exit(code)
 	} else if err != nil {
-		skipReason = fmt.Sprintf("no private network namespace could be made (%v); these tests never use this machine's own address", err)
+		noNetns = fmt.Errorf("no private network namespace could be made (%w); these tests never use this machine's own address", err)
 		os.Exit(m.Run())
 	}
-	ip, _ := InPrivateNetwork()
+	ip, _ := netns.Inside()
 	os.Exit(runWithCluster(m, ip))
 }
 
@@ -118,9 +120,7 @@ func printLog(path string) {
 
 func cluster(t *testing.T) *Cluster {
 	t.Helper()
-	if skipReason != "" {
-		t.Skip(skipReason)
-	}
+	tier.Require(t, "private network", noNetns)
 	sharedOnce.Do(func() { sharedErr = startShared() })
 	require.NoError(t, sharedErr, "the shared mini-cluster did not start")
 	return shared
@@ -132,7 +132,7 @@ func TestNodesRegistered(t *testing.T) {
 	for _, n := range c.Nodes {
 		node, err := c.Client.CoreV1().Nodes().Get(context.Background(), n.Name, metav1.GetOptions{})
 		require.NoError(t, err)
-		assert.Contains(t, node.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: PrivateNodeIP})
+		assert.Contains(t, node.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: netns.PrivateNodeIP})
 		assert.Contains(t, node.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeHostName, Address: n.Name})
 		assert.Equal(t, int32(n.Port), node.Status.DaemonEndpoints.KubeletEndpoint.Port)
 		assert.True(t, ready(node), "%s is Ready", n.Name)

@@ -18,6 +18,8 @@ import (
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/realkubelet"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/07-minicluster/minicluster"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/08-client/kubeletclient"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/netns"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/tier"
 )
 
 // podDir writes n small static pod manifests: 110 is the kubelet's default maxPods.
@@ -128,10 +130,8 @@ func BenchmarkPoll100(b *testing.B) {
 // BenchmarkAllNodes fetches every node's pods with --all-nodes on a mini-cluster of one node and
 // of four, each node running 110 pods: the cost of more nodes, asked eight at a time.
 func BenchmarkAllNodes(b *testing.B) {
-	if noNetns != "" {
-		b.Skip(noNetns)
-	}
-	ip, _ := minicluster.InPrivateNetwork()
+	tier.Require(b, "private network", noNetns)
+	ip, _ := netns.Inside()
 	dir := podDir(b, 110)
 	for _, n := range []int{1, 4} {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {

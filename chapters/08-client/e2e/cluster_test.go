@@ -16,6 +16,8 @@ import (
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/07-minicluster/minicluster"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/08-client/kubeletclient"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/netns"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/tier"
 )
 
 var (
@@ -29,10 +31,8 @@ var (
 // the private network namespace.
 func miniCluster(t *testing.T) *minicluster.Cluster {
 	t.Helper()
-	if noNetns != "" {
-		t.Skip(noNetns)
-	}
-	ip, _ := minicluster.InPrivateNetwork()
+	tier.Require(t, "private network", noNetns)
+	ip, _ := netns.Inside()
 	clusterOnce.Do(func() {
 		cluster, clusterErr = minicluster.Start(context.Background(), minicluster.Options{
 			NodeNames: []string{"node-a", "node-b"}, NodeIP: ip, StaticPodPath: "../../../examples/static-pods"})
@@ -78,7 +78,7 @@ func TestOnTheMiniCluster(t *testing.T) {
 		for _, n := range c.Nodes {
 			e, err := client.Endpoint(ctx, n.Name)
 			require.NoError(t, err)
-			assert.Equal(t, "https://"+minicluster.PrivateNodeIP+":"+strconv.Itoa(n.Port), e.URL())
+			assert.Equal(t, "https://"+netns.PrivateNodeIP+":"+strconv.Itoa(n.Port), e.URL())
 			assert.Equal(t, "daemonEndpoints", e.PortFrom)
 		}
 	})
@@ -145,7 +145,7 @@ func TestOnTheMiniCluster(t *testing.T) {
 		ghost := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ghost"}}
 		_, err := c.Client.CoreV1().Nodes().Create(ctx, ghost, metav1.CreateOptions{})
 		require.NoError(t, err)
-		ghost.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: minicluster.PrivateNodeIP}}
+		ghost.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: netns.PrivateNodeIP}}
 		ghost.Status.DaemonEndpoints.KubeletEndpoint.Port = 1 // nothing listens
 		_, err = c.Client.CoreV1().Nodes().UpdateStatus(ctx, ghost, metav1.UpdateOptions{})
 		require.NoError(t, err)

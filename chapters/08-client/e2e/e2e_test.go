@@ -15,21 +15,21 @@ import (
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/03-run/kubeletlog"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/pki"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/realkubelet"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/reviewserver"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/07-minicluster/minicluster"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/netns"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/pki"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/reviewserver"
 )
 
-// noNetns says why the mini-cluster tests skip, when no private network namespace could be made.
-var noNetns string
+// noNetns says why the mini-cluster tests cannot run, when no private network namespace could be made.
+var noNetns error
 
 func TestMain(m *testing.M) {
-	if ran, code, err := minicluster.RunInPrivateNetwork(); ran {
+	if ran, code, err := netns.RunInside(); ran {
 		os.Exit(code)
 	} else if err != nil {
-		noNetns = fmt.Sprintf("no private network namespace could be made (%v)", err)
+		noNetns = fmt.Errorf("no private network namespace could be made (%w)", err)
 	}
 	_, closeLog, err := kubeletlog.ToFile("")
 	if err != nil {

@@ -26,25 +26,27 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/03-run/kubeletlog"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/06-static-pods/staticpods"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/07-minicluster/minicluster"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/08-client/kubeletclient"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/netns"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/tier"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/examples/workshop/checks"
 )
 
 const root = "../../.."
 
 var (
-	noNetns string
+	noNetns error
 	logFile string
 )
 
 func TestMain(m *testing.M) {
-	if ran, code, err := minicluster.RunInPrivateNetwork(); ran {
+	if ran, code, err := netns.RunInside(); ran {
 		os.Exit(code)
 	} else if err != nil {
-		noNetns = fmt.Sprintf("no private network namespace could be made (%v)", err)
+		noNetns = fmt.Errorf("no private network namespace could be made (%w)", err)
 	}
 	var closeLog func()
 	var err error
@@ -100,10 +102,8 @@ func writeAnswer(t *testing.T, dir, name string, v any) {
 }
 
 func TestRehearseWorkshop(t *testing.T) {
-	if noNetns != "" {
-		t.Skip(noNetns)
-	}
-	ip, _ := minicluster.InPrivateNetwork()
+	tier.Require(t, "rehearsal", noNetns)
+	ip, _ := netns.Inside()
 	static := t.TempDir()
 	for _, f := range []string{"etcd.yaml", "kube-apiserver.yaml", "kube-controller-manager.yaml", "kube-scheduler.yaml"} {
 		copyFile(t, filepath.Join(root, "examples/static-pods", f), static, f, nil)
