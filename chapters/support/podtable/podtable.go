@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -41,6 +42,15 @@ var (
 	Source    = Column{"SOURCE", func(r Row) string { return PodSource(r.Pod) }}
 	IP        = Column{"IP", func(r Row) string { return orNone(r.Pod.Status.PodIP) }}
 )
+
+// Ready is kubectl's READY column: ready containers of all.
+var Ready = Column{"READY", func(r Row) string { return Summarize(r.Pod, time.Time{}).Ready }}
+
+// Restarts is kubectl's RESTARTS column, with the time since the last restart measured
+// against now.
+func Restarts(now Clock) Column {
+	return Column{"RESTARTS", func(r Row) string { return Summarize(r.Pod, now()).Restarts }}
+}
 
 // Age is the AGE column, measured against now.
 func Age(now Clock) Column {
@@ -85,27 +95,160 @@ func Rows(node string, pods []v1.Pod) []Row {
 	return rows
 }
 
-// PodStatus is a short form of kubectl's STATUS column: Terminating for a pod being deleted,
-// the pod's reason if it has one, the first waiting container's reason while the pod is
-// Pending, and the phase otherwise.
+// PodStatus is kubectl's STATUS column: the pod's reason, else what its containers say
+// (Init:0/1, Init:CrashLoopBackOff, CrashLoopBackOff, ContainerCreating, Completed, Error,
+// OOMKilled, NotReady…), Terminating for a pod being deleted, and the phase otherwise — and
+// "Unknown" where kubectl would print an empty cell. See Summarize.
 func PodStatus(pod *v1.Pod) string {
-	if pod.DeletionTimestamp != nil {
-		return "Terminating"
+	return Summarize(pod, time.Time{}).Status
+}
+
+// Summary is what kubectl's pod table says about a pod beyond its name.
+type Summary struct {
+	Ready    string // "1/2": ready containers of all (restartable init containers count)
+	Status   string // the STATUS column
+	Restarts string // "3", or "3 (5m ago)" when the last restart's time is known
+}
+
+// Summarize computes kubectl get pods' READY, STATUS and RESTARTS for a v1 Pod, as the
+// apiserver's table printer does for its internal type (kubectl asks the server for the table;
+// a client reading the kubelet's /pods gets bare pods and must compute it):
+// pkg/printers/internalversion/printers.go#L967-L1154 (func printPod). The one
+// difference: an empty STATUS becomes "Unknown". now is for the "(5m ago)" of RESTARTS; the
+// zero time leaves it out. A differential test runs both on the same pods.
+func Summarize(pod *v1.Pod, now time.Time) Summary {
+	restarts, restartableInitRestarts := 0, 0
+	total, ready := len(pod.Spec.Containers), 0
+	var lastRestart, lastRestartableInitRestart time.Time
+	later := func(t *time.Time, s *v1.ContainerStatus) {
+		if term := s.LastTerminationState.Terminated; term != nil && t.Before(term.FinishedAt.Time) {
+			*t = term.FinishedAt.Time
+		}
 	}
+
+	reason := string(pod.Status.Phase)
 	if pod.Status.Reason != "" {
-		return pod.Status.Reason
+		reason = pod.Status.Reason
 	}
-	if pod.Status.Phase == v1.PodPending {
-		for _, cs := range pod.Status.ContainerStatuses {
-			if cs.State.Waiting != nil && cs.State.Waiting.Reason != "" {
-				return cs.State.Waiting.Reason
+	for _, c := range pod.Status.Conditions {
+		if c.Type == v1.PodScheduled && c.Reason == v1.PodReasonSchedulingGated {
+			reason = v1.PodReasonSchedulingGated
+		}
+	}
+
+	initContainers := map[string]*v1.Container{}
+	for i := range pod.Spec.InitContainers {
+		initContainers[pod.Spec.InitContainers[i].Name] = &pod.Spec.InitContainers[i]
+		if restartable(&pod.Spec.InitContainers[i]) {
+			total++
+		}
+	}
+
+	initializing := false
+	for i := range pod.Status.InitContainerStatuses {
+		c := &pod.Status.InitContainerStatuses[i]
+		restarts += int(c.RestartCount)
+		later(&lastRestart, c)
+		if restartable(initContainers[c.Name]) {
+			restartableInitRestarts += int(c.RestartCount)
+			later(&lastRestartableInitRestart, c)
+		}
+		switch {
+		case c.State.Terminated != nil && c.State.Terminated.ExitCode == 0:
+			continue
+		case restartable(initContainers[c.Name]) && c.Started != nil && *c.Started:
+			if c.Ready {
+				ready++
+			}
+			continue
+		case c.State.Terminated != nil: // initialization failed
+			switch t := c.State.Terminated; {
+			case t.Reason != "":
+				reason = "Init:" + t.Reason
+			case t.Signal != 0:
+				reason = fmt.Sprintf("Init:Signal:%d", t.Signal)
+			default:
+				reason = fmt.Sprintf("Init:ExitCode:%d", t.ExitCode)
+			}
+			initializing = true
+		case c.State.Waiting != nil && c.State.Waiting.Reason != "" && c.State.Waiting.Reason != "PodInitializing":
+			reason = "Init:" + c.State.Waiting.Reason
+			initializing = true
+		default:
+			reason = fmt.Sprintf("Init:%d/%d", i, len(pod.Spec.InitContainers))
+			initializing = true
+		}
+		break
+	}
+
+	if !initializing || conditionTrue(pod, v1.PodInitialized) {
+		restarts, lastRestart = restartableInitRestarts, lastRestartableInitRestart
+		hasRunning, errorReason := false, ""
+		for i := len(pod.Status.ContainerStatuses) - 1; i >= 0; i-- {
+			c := &pod.Status.ContainerStatuses[i]
+			restarts += int(c.RestartCount)
+			later(&lastRestart, c)
+			switch {
+			case c.State.Waiting != nil && c.State.Waiting.Reason != "":
+				reason = c.State.Waiting.Reason
+			case c.State.Terminated != nil:
+				switch t := c.State.Terminated; {
+				case t.Reason != "":
+					reason = t.Reason
+				case t.Signal != 0:
+					reason = fmt.Sprintf("Signal:%d", t.Signal)
+				default:
+					reason = fmt.Sprintf("ExitCode:%d", t.ExitCode)
+				}
+				if c.State.Terminated.ExitCode != 0 {
+					errorReason = reason
+				}
+			case c.Ready && c.State.Running != nil:
+				hasRunning = true
+				ready++
+			}
+		}
+		// Back to "Running" if a container still runs.
+		if reason == "Completed" {
+			switch {
+			case hasRunning && conditionTrue(pod, v1.PodReady):
+				reason = "Running"
+			case errorReason != "":
+				reason = errorReason
+			case hasRunning:
+				reason = "NotReady"
 			}
 		}
 	}
-	if pod.Status.Phase == "" {
-		return "Unknown"
+
+	switch {
+	case pod.DeletionTimestamp != nil && pod.Status.Reason == "NodeLost":
+		reason = "Unknown"
+	case pod.DeletionTimestamp != nil && pod.Status.Phase != v1.PodSucceeded && pod.Status.Phase != v1.PodFailed:
+		reason = "Terminating"
 	}
-	return string(pod.Status.Phase)
+	if reason == "" {
+		reason = "Unknown"
+	}
+
+	s := Summary{Ready: fmt.Sprintf("%d/%d", ready, total), Status: reason, Restarts: strconv.Itoa(restarts)}
+	if restarts != 0 && !lastRestart.IsZero() && !now.IsZero() {
+		s.Restarts = fmt.Sprintf("%d (%s ago)", restarts, duration.HumanDuration(now.Sub(lastRestart)))
+	}
+	return s
+}
+
+func restartable(c *v1.Container) bool {
+	return c != nil && c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
+}
+
+func conditionTrue(pod *v1.Pod, t v1.PodConditionType) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == t {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // PodAge is kubectl's AGE: the time since creationTimestamp. A static pod that the kubelet
