@@ -293,7 +293,7 @@ func (s *Source) checkText(c Citation, src *source) error {
 		if o.from != c.From && src.commentAbove[o.from] != c.From {
 			continue
 		}
-		allowed := src.ends(c.From, o.to)
+		allowed := src.ends(o.from, o.to)
 		if slices.Contains(allowed, c.To) {
 			return nil
 		}

@@ -85,6 +85,7 @@ func TestCheckerFindsBrokenCitations(t *testing.T) {
 		// a run of statements ends.
 		{"statement", "n.md", "[`verflag.PrintAndExitIfRequested()`](" + server + "#L204)", ""},
 		{"statement with the comment above", "n.md", "[`verflag.PrintAndExitIfRequested()`](" + server + "#L203-L204)", ""},
+		{"below a comment, to the end of the else-if it opens", "n.md", "[`} else if err := s.ListenAndServe(); err != nil {`](" + link + "/pkg/kubelet/server/server.go#L216-L220)", ""},
 		{"the if a text opens", "n.md", "[`if help {`](" + server + "#L199-L201)", ""},
 		{"a run of statements", "n.md", "[`help, err := cleanFlagSet.GetBool(\"help\")`](" + server + "#L195-L201)", ""},
 		{"a comment paragraph outside Go", "n.md", "[`The following packages have been migrated to contextual logging.`](" + link + "/hack/logcheck.conf#L24-L26)", ""},
