@@ -5,14 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
+	"regexp"
 	"sort"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/rest"
@@ -36,21 +39,29 @@ type clientOptions struct {
 	opts                kubeletclient.Options
 
 	out, errOut io.Writer
+	now         func() time.Time
 }
 
 // NewClientCommand builds the chapter's command.
 func NewClientCommand(ctx context.Context) *cobra.Command {
-	o := &clientOptions{}
+	return newClientCommand(ctx, &clientOptions{})
+}
+
+// newClientCommand lets tests preset what no flag sets (the ServiceAccount directory).
+func newClientCommand(ctx context.Context, o *clientOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "08-client (--node NAME | --all-nodes | --kubelet-url URL) [flags]",
 		Short: "Fetch /pods from kubelets the way production agents should",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.out, o.errOut = cmd.OutOrStdout(), cmd.ErrOrStderr()
-			if err := o.complete(); err != nil {
+			if o.now == nil {
+				o.now = time.Now
+			}
+			if err := o.complete(cmd.Flags()); err != nil {
 				return err
 			}
-			return o.run(ctx)
+			return redact(o.run(ctx))
 		},
 	}
 	f := cmd.Flags()
@@ -58,23 +69,31 @@ func NewClientCommand(ctx context.Context) *cobra.Command {
 	f.StringVar(&o.context, "context", "", "kubeconfig context to use")
 	f.StringVar(&o.node, "node", "", "the node whose kubelet to ask")
 	f.BoolVar(&o.allNodes, "all-nodes", false, "ask every node's kubelet")
-	f.StringVar(&o.kubeletURL, "kubelet-url", "", "ask this kubelet (https://host:port, or http:// for the read-only port) without discovery")
-	f.StringVar(&o.addressTypes, "kubelet-preferred-address-types", "InternalIP,Hostname,InternalDNS,ExternalDNS,ExternalIP", "which node address to use, in order")
+	f.StringVar(&o.kubeletURL, "kubelet-url", "", "ask this kubelet (https://host:port, or http:// for the read-only port with --auth=none) without discovery")
+	f.StringVar(&o.addressTypes, "kubelet-preferred-address-types", "InternalIP,Hostname,InternalDNS,ExternalDNS,ExternalIP", "which node address to dial, in order")
 	f.IntVar(&o.opts.KubeletPort, "kubelet-port", 0, "the kubelet's port (default: the Node's .status.daemonEndpoints.kubeletEndpoint.port)")
-	f.StringVar(&o.auth, "auth", "auto", "credentials for the kubelet: auto, token, kubeconfig or none")
+	f.StringVar(&o.opts.TLSServerName, "kubelet-tls-server-name", "", "check the kubelet's certificate against this name instead of the address dialed: a node address type (Hostname) or a literal name")
+	f.StringVar(&o.auth, "auth", "auto", "credentials for the kubelet: auto (--token-file, else the pod's ServiceAccount token, else a short-lived token of --service-account), token, serviceaccount, kubeconfig (your own) or none")
 	f.StringVar(&o.opts.TokenFile, "token-file", "", "bearer token file (default for --auth=token: the pod's ServiceAccount token)")
+	f.StringVar(&o.opts.ServiceAccount, "service-account", kubeletclient.DefaultServiceAccount, "NAMESPACE/NAME whose token is requested (TokenRequest, 10 minutes) outside a pod")
 	f.StringVar(&o.opts.KubeletCAFile, "kubelet-ca-file", "", "CA of the kubelets' serving certificates (default: the cluster's CA)")
-	f.BoolVar(&o.opts.InsecureSkipTLSVerify, "insecure-skip-tls-verify", false, "do not verify the kubelet's certificate (encrypted, not authenticated)")
+	f.BoolVar(&o.opts.InsecureSkipTLSVerify, "insecure-skip-tls-verify", false, "do not verify the kubelet's certificate (encrypted, not authenticated); credentials then also need --allow-credentials-to-unverified-kubelet")
+	f.BoolVar(&o.opts.AllowCredentialsToUnverifiedKubelet, "allow-credentials-to-unverified-kubelet", false, "with --insecure-skip-tls-verify, send the credentials anyway (whoever answers gets them)")
 	f.StringVar(&o.via, "via", "auto", "kubelet, apiserver (its node proxy), or auto (the proxy only if the kubelet cannot be reached)")
 	f.StringVarP(&o.output, "output", "o", "table", "table, wide, json, yaml or name")
 	f.IntVar(&o.concurrency, "concurrency", 8, "with --all-nodes, how many kubelets to ask at once")
 	f.DurationVar(&o.opts.Timeout, "request-timeout", 10*time.Second, "how long to wait for each answer")
+	f.DurationVar(&o.opts.AllNodesTimeout, "all-nodes-timeout", time.Minute, "with --all-nodes, how long to wait for all answers")
 	f.BoolVar(&o.opts.HTTP1, "http1", false, "do not negotiate HTTP/2")
 	f.DurationVar(&o.interval, "interval", 0, "ask again at this interval until stopped, as an agent polls (0: once)")
+	// Where a pod's token and CA are mounted. Hidden: its use is tests that must not read the
+	// machine's own /var/run/secrets.
+	f.StringVar(&o.opts.ServiceAccountDir, "service-account-dir", o.opts.ServiceAccountDir, "directory of the pod's ServiceAccount token and ca.crt")
+	_ = f.MarkHidden("service-account-dir")
 	return cmd
 }
 
-func (o *clientOptions) complete() error {
+func (o *clientOptions) complete(flags *pflag.FlagSet) error {
 	switch {
 	case o.node == "" && !o.allNodes && o.kubeletURL == "":
 		return errors.New("say which kubelet: --node NAME, --all-nodes or --kubelet-url URL")
@@ -97,22 +116,86 @@ func (o *clientOptions) complete() error {
 	default:
 		return fmt.Errorf("unknown output format %q: use table, wide, json, yaml or name", o.output)
 	}
+	if o.kubeletURL != "" {
+		u, err := url.Parse(o.kubeletURL)
+		if err != nil {
+			return fmt.Errorf("--kubelet-url: %w", redact(err))
+		}
+		if u.User != nil {
+			return fmt.Errorf("--kubelet-url %s holds credentials (user info): the kubelet takes none that way; use --token-file", kubeletclient.RedactURL(o.kubeletURL))
+		}
+	}
+	if err := o.noIgnoredFlags(flags); err != nil {
+		return err
+	}
+	if !flags.Changed("service-account") {
+		o.opts.ServiceAccount = "" // the library's default, and no "ignored" complaint from it
+	}
 	return nil
 }
 
+// noIgnoredFlags refuses a flag that the chosen mode would not use: a reader who sets one
+// expects it to matter, and a silently ignored --kubelet-ca-file or --token-file is a wrong
+// belief about what was checked or sent.
+func (o *clientOptions) noIgnoredFlags(flags *pflag.FlagSet) error {
+	plainHTTP := strings.HasPrefix(o.kubeletURL, "http://")
+	auth := o.opts.Auth
+	rules := []struct {
+		ignored bool
+		flags   []string
+		why     string
+	}{
+		{o.opts.Via == kubeletclient.ViaAPIServer,
+			[]string{"auth", "token-file", "service-account", "kubelet-ca-file", "insecure-skip-tls-verify", "allow-credentials-to-unverified-kubelet", "kubelet-tls-server-name", "kubelet-port", "kubelet-preferred-address-types", "http1", "kubelet-url"},
+			"with --via=apiserver the apiserver talks to the kubelet, with its own identity and settings"},
+		{o.kubeletURL != "", []string{"kubelet-port", "kubelet-preferred-address-types"}, "--kubelet-url already says where the kubelet is"},
+		{o.kubeletURL != "" && o.opts.Via != kubeletclient.ViaKubelet && flags.Changed("via"), []string{"via"}, "--kubelet-url asks that URL only, with no proxy to fall back to"},
+		{!o.allNodes, []string{"concurrency", "all-nodes-timeout"}, "they bound --all-nodes"},
+		{plainHTTP, []string{"kubelet-ca-file", "insecure-skip-tls-verify", "kubelet-tls-server-name", "http1"}, "http:// has no TLS (and no HTTP/2)"},
+		{auth != kubeletclient.AuthToken && auth != kubeletclient.AuthAuto, []string{"token-file"}, "only --auth=token (or auto) reads a token file"},
+		{auth != kubeletclient.AuthServiceAccount && auth != kubeletclient.AuthAuto, []string{"service-account"}, "only --auth=serviceaccount (or auto, outside a pod) requests a token"},
+		{auth == kubeletclient.AuthAuto && o.opts.TokenFile != "", []string{"service-account"}, "--token-file is used instead"},
+		{o.kubeletURL != "" && !isAddressLiteral(o.opts.TLSServerName), []string{"kubelet-tls-server-name"}, "a node address type needs a Node to read it from; give a literal name with --kubelet-url"},
+	}
+	for _, r := range rules {
+		if !r.ignored {
+			continue
+		}
+		for _, name := range r.flags {
+			if flags.Changed(name) {
+				return fmt.Errorf("--%s would have no effect here: %s. Drop it", name, r.why)
+			}
+		}
+	}
+	return nil
+}
+
+// isAddressLiteral says whether a --kubelet-tls-server-name is a name rather than an address
+// type to look up on the Node.
+func isAddressLiteral(name string) bool {
+	_, err := kubeletclient.ParseAddressTypes(name)
+	return name == "" || err != nil
+}
+
 // apiserverConfig loads the kubeconfig as kubectl does; inside a pod with no kubeconfig it is the
-// in-cluster configuration. With only --kubelet-url and a token (or nothing), none is needed.
+// in-cluster configuration. Only when there is no configuration at all and none is needed
+// (--kubelet-url with a token file, or nothing) does the client go on without one; a broken
+// kubeconfig, a missing --kubeconfig file or an unknown --context is always an error.
 func (o *clientOptions) apiserverConfig() (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = o.kubeconfig
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.context}).ClientConfig()
-	if err != nil && o.kubeletURL != "" && o.opts.Auth != kubeletclient.AuthKubeconfig {
+	if err == nil {
+		return cfg, nil
+	}
+	needed := o.kubeletURL == "" || o.opts.Auth == kubeletclient.AuthKubeconfig || o.opts.Auth == kubeletclient.AuthServiceAccount
+	if clientcmd.IsEmptyConfig(err) && !needed && o.kubeconfig == "" && o.context == "" {
 		return nil, nil
 	}
-	if err != nil {
+	if clientcmd.IsEmptyConfig(err) {
 		return nil, fmt.Errorf("no cluster to ask (%w): point --kubeconfig at minikube's, or run chapter 07 for an embedded one", err)
 	}
-	return cfg, nil
+	return nil, fmt.Errorf("kubeconfig: %w", err)
 }
 
 func (o *clientOptions) run(ctx context.Context) error {
@@ -127,16 +210,26 @@ func (o *clientOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	klog.FromContext(ctx).V(2).Info("Kubelet credentials", "using", client.Credentials)
+	logger := klog.FromContext(ctx)
+	logger.V(2).Info("Kubelet credentials", "using", client.Credentials)
+	if o.opts.AllowCredentialsToUnverifiedKubelet {
+		fmt.Fprintf(o.errOut, "warning: --allow-credentials-to-unverified-kubelet: %s go to whoever answers\n", client.Credentials)
+	}
 	if o.interval <= 0 {
 		return o.fetch(ctx, client)
 	}
 	// As an agent: one client, its connections and token kept, asked again and again.
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if o.kubeletURL == "" && o.opts.Via != kubeletclient.ViaAPIServer {
+		// Discovery from an informer: one watch instead of a GET or LIST every poll.
+		if err := client.WatchNodes(ctx, o.node); err != nil {
+			return err
+		}
+	}
 	for {
 		if err := o.fetch(ctx, client); err != nil {
-			fmt.Fprintln(o.errOut, "error:", err) // an agent keeps going
+			fmt.Fprintln(o.errOut, "error:", redact(err)) // an agent keeps going
 		}
 		select {
 		case <-ctx.Done():
@@ -165,27 +258,29 @@ func (o *clientOptions) fetch(ctx context.Context, client *kubeletclient.Client)
 
 	if len(results) == 1 && results[0].Err != nil {
 		if r := results[0]; r.FellBack != nil {
-			fmt.Fprintf(o.errOut, "note: the kubelet of %s could not be reached (%s); the apiserver's node proxy was asked instead, and failed too.\n", r.Node, firstLine(r.FellBack))
+			fmt.Fprintf(o.errOut, "note: the kubelet of %s could not be reached (%s); the apiserver's node proxy was asked instead, and failed too.\n", r.Node, redactText(firstLine(r.FellBack)))
 		}
 		return results[0].Err // one kubelet asked: its error is the command's
 	}
 	var failed []string
 	var rows []podtable.Row
+	via := map[string]string{}
 	for _, r := range results {
 		if r.FellBack != nil {
-			fmt.Fprintf(o.errOut, "note: the kubelet of %s could not be reached (%s); fetched through the apiserver's node proxy instead.\n", r.Node, firstLine(r.FellBack))
+			fmt.Fprintf(o.errOut, "note: the kubelet of %s could not be reached (%s); fetched through the apiserver's node proxy instead.\n", r.Node, redactText(firstLine(r.FellBack)))
 		}
 		if r.Err != nil {
 			failed = append(failed, r.Node)
-			fmt.Fprintf(o.errOut, "error: node %s: %v\n", r.Node, r.Err)
+			fmt.Fprintf(o.errOut, "error: node %s: %v\n", r.Node, redact(r.Err))
 			continue
 		}
-		klog.FromContext(ctx).V(2).Info("Fetched", "node", r.Node, "via", r.Via, "url", r.URL, "protocol", r.Protocol, "pods", len(r.Pods))
+		klog.FromContext(ctx).V(2).Info("Fetched", "node", r.Node, "via", r.Via, "url", r.URL, "serverName", r.ServerName, "protocol", r.Protocol, "pods", len(r.Pods))
+		via[r.Node] = r.Via
 		for i := range r.Pods {
 			rows = append(rows, podtable.Row{Node: r.Node, Pod: &r.Pods[i]})
 		}
 	}
-	if err := o.print(rows); err != nil {
+	if err := o.print(rows, via); err != nil {
 		return err
 	}
 	if len(failed) > 0 {
@@ -194,16 +289,19 @@ func (o *clientOptions) fetch(ctx context.Context, client *kubeletclient.Client)
 	return nil
 }
 
-func (o *clientOptions) print(rows []podtable.Row) error {
-	phase := podtable.Column{Header: "PHASE", Value: func(r podtable.Row) string { return string(r.Pod.Status.Phase) }}
+func (o *clientOptions) print(rows []podtable.Row, via map[string]string) error {
+	now := podtable.Clock(o.now)
 	switch o.output {
 	case "table":
-		return podtable.Print(o.out, rows, podtable.Node, podtable.Namespace, podtable.Name, phase, podtable.Source)
+		return podtable.Print(o.out, rows, podtable.Node, podtable.Namespace, podtable.Name, podtable.Ready, podtable.Status, podtable.Restarts(now), podtable.Source)
 	case "wide":
+		viaColumn := podtable.Column{Header: "VIA", Value: func(r podtable.Row) string { return via[r.Node] }}
 		uid := podtable.Column{Header: "UID", Value: func(r podtable.Row) string { return string(r.Pod.UID) }}
-		return podtable.Print(o.out, rows, podtable.Node, podtable.Namespace, podtable.Name, phase, podtable.Source, podtable.IP, uid, podtable.Age(time.Now))
+		return podtable.Print(o.out, rows, podtable.Node, podtable.Namespace, podtable.Name, podtable.Ready, podtable.Status, podtable.Restarts(now),
+			podtable.Source, podtable.IP, viaColumn, uid, podtable.Age(now))
 	}
-	list := &corev1.PodList{}
+	// A list as kubectl prints one: kind and apiVersion set, and "items": [] when empty.
+	list := &corev1.PodList{Items: []corev1.Pod{}}
 	list.Kind, list.APIVersion = "PodList", "v1"
 	for _, r := range rows {
 		list.Items = append(list.Items, *r.Pod)
@@ -232,4 +330,22 @@ func (o *clientOptions) print(rows []podtable.Row) error {
 func firstLine(err error) string {
 	line, _, _ := strings.Cut(err.Error(), "\n")
 	return line
+}
+
+// userinfo matches the user-info part of a URL in any text: scheme://USER[:PASSWORD]@host.
+var userinfo = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s"]+@`)
+
+// redactText hides user info in the URLs of a message: net/http masks a password, not a user
+// name, and either may be a secret.
+func redactText(s string) string { return userinfo.ReplaceAllString(s, "${1}xxxxx@") }
+
+// redact is err with redactText applied to its message, for printing.
+func redact(err error) error {
+	if err == nil {
+		return nil
+	}
+	if s := redactText(err.Error()); s != err.Error() {
+		return errors.New(s)
+	}
+	return err
 }

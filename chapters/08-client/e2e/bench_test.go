@@ -152,7 +152,7 @@ func BenchmarkAllNodes(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			client, err := kubeletclient.New(admin, kubeletclient.Options{Via: kubeletclient.ViaKubelet})
+			client, err := kubeletclient.New(admin, kubeletclient.Options{Auth: kubeletclient.AuthKubeconfig, Via: kubeletclient.ViaKubelet})
 			if err != nil {
 				b.Fatal(err)
 			}

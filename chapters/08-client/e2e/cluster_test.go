@@ -73,7 +73,7 @@ func TestOnTheMiniCluster(t *testing.T) {
 	admin := adminConfig(t, c)
 
 	t.Run("discovery: InternalIP and the daemonEndpoints port", func(t *testing.T) {
-		client, err := kubeletclient.New(admin, kubeletclient.Options{})
+		client, err := kubeletclient.New(admin, kubeletclient.Options{ServiceAccountDir: t.TempDir()})
 		require.NoError(t, err)
 		for _, n := range c.Nodes {
 			e, err := client.Endpoint(ctx, n.Name)
@@ -123,7 +123,7 @@ func TestOnTheMiniCluster(t *testing.T) {
 	})
 
 	t.Run("auto: an unreachable kubelet falls back to the proxy, and says so", func(t *testing.T) {
-		client, err := kubeletclient.New(admin, kubeletclient.Options{KubeletPort: 1, Via: kubeletclient.ViaAuto})
+		client, err := kubeletclient.New(admin, kubeletclient.Options{KubeletPort: 1, Via: kubeletclient.ViaAuto, Auth: kubeletclient.AuthKubeconfig})
 		require.NoError(t, err)
 		r := client.Pods(ctx, "node-a")
 		require.NoError(t, r.Err)
@@ -136,7 +136,10 @@ func TestOnTheMiniCluster(t *testing.T) {
 		client, err := kubeletclient.New(admin, kubeletclient.Options{Auth: kubeletclient.AuthToken, TokenFile: noRBAC, Via: kubeletclient.ViaAuto})
 		require.NoError(t, err)
 		r := client.Pods(ctx, "node-a")
-		require.Error(t, r.Err)
+		var e *kubeletclient.Error
+		require.ErrorAs(t, r.Err, &e)
+		assert.Equal(t, kubeletclient.Forbidden, e.Kind, "the kubelet's own 403")
+		assert.Equal(t, kubeletclient.PartyClient, e.Party)
 		assert.Equal(t, "kubelet", r.Via)
 		assert.Nil(t, r.FellBack)
 	})

@@ -49,14 +49,15 @@ func TestAgainstStandaloneKubelet(t *testing.T) {
 			kubeletclient.TLS, "each kubelet signs its own certificate at start", ""},
 		{"minikube's case: self-signed, no IP SAN", selfSigned.SecureURL, kubeletclient.Options{Auth: kubeletclient.AuthToken, TokenFile: s.tokens["reader"], KubeletCAFile: selfSigned.ServingCertFile},
 			kubeletclient.TLS, "The kubelet's certificate is not valid for 127.0.0.1", ""},
-		{"--insecure-skip-tls-verify reaches it anyway", selfSigned.SecureURL, kubeletclient.Options{Auth: kubeletclient.AuthToken, TokenFile: s.tokens["reader"], InsecureSkipTLSVerify: true}, "", "", "HTTP/2.0"},
+		{"--insecure-skip-tls-verify, and --allow-credentials-to-unverified-kubelet, reach it anyway", selfSigned.SecureURL, kubeletclient.Options{Auth: kubeletclient.AuthToken, TokenFile: s.tokens["reader"], InsecureSkipTLSVerify: true, AllowCredentialsToUnverifiedKubelet: true}, "", "", "HTTP/2.0"},
 		{"read-only port disabled: refused", "http://" + closedPort(t), kubeletclient.Options{Auth: kubeletclient.AuthNone},
 			kubeletclient.Refused, "If this is the read-only port 10255, it is off by default", ""},
 		{"no answer: timeout", "https://" + blackhole(t), kubeletclient.Options{Auth: kubeletclient.AuthToken, TokenFile: s.tokens["reader"], KubeletCAFile: s.caFile, Timeout: 300 * time.Millisecond},
-			kubeletclient.Timeout, "No answer within 300ms (--request-timeout)", ""},
+			kubeletclient.Timeout, "accepted the connection but did not answer in time (--request-timeout)", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			tt.opts.ServiceAccountDir = t.TempDir() // never this machine's /var/run/secrets
 			c, err := kubeletclient.New(nil, tt.opts)
 			require.NoError(t, err)
 			r := c.FetchURL(context.Background(), tt.url)
@@ -72,6 +73,9 @@ func TestAgainstStandaloneKubelet(t *testing.T) {
 			require.True(t, errors.As(r.Err, &e), "%v", r.Err)
 			assert.Equal(t, tt.wantKind, e.Kind)
 			assert.Contains(t, e.Hint, tt.wantHint)
+			if tt.wantKind == kubeletclient.Timeout {
+				assert.Contains(t, e.Error(), "timed out after 300ms waiting for")
+			}
 		})
 	}
 }

@@ -6,33 +6,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
-	"os"
+	"net/http/httptrace"
+	"net/url"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
-)
-
-// AuthMode says how the client proves who it is to the kubelet.
-type AuthMode string
-
-const (
-	// AuthAuto uses --token-file if given, else the pod's ServiceAccount token if there is one,
-	// else the kubeconfig's credentials.
-	AuthAuto AuthMode = "auto"
-	// AuthToken sends the bearer token read from a file, re-read when it changes on disk.
-	AuthToken AuthMode = "token"
-	// AuthKubeconfig uses the kubeconfig's credentials: client certificate, token or exec plugin.
-	AuthKubeconfig AuthMode = "kubeconfig"
-	// AuthNone sends nothing, over plain HTTP: the read-only port (10255), if enabled.
-	AuthNone AuthMode = "none"
 )
 
 // Via says which way the client takes to the kubelet's API.
@@ -44,12 +32,6 @@ const (
 	ViaAuto      Via = "auto"      // the kubelet, and the proxy only if the kubelet cannot be reached
 )
 
-// Where a pod finds its ServiceAccount token and the cluster's CA.
-const (
-	ServiceAccountTokenFile = "/var/run/secrets/kubernetes.io/serviceaccount/token"
-	ServiceAccountCAFile    = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
-)
-
 // ReadOnlyPort is the kubelet's unauthenticated port, disabled unless configured.
 const ReadOnlyPort = 10255
 
@@ -59,17 +41,33 @@ type Options struct {
 	AddressTypes []corev1.NodeAddressType
 	// KubeletPort overrides the port the Node reports.
 	KubeletPort int
-	Auth        AuthMode
+	// TLSServerName is the name the kubelet's certificate is checked against, instead of the
+	// address dialed: a node address type ("Hostname") to take it from each Node, or a literal
+	// name. The client still dials the address AddressTypes picks.
+	TLSServerName string
+	// Auth says which credentials kubelets get. Default AuthAuto.
+	Auth AuthMode
 	// TokenFile is the bearer token for AuthToken (default: the ServiceAccount token).
 	TokenFile string
+	// ServiceAccount is NAMESPACE/NAME, whose token AuthServiceAccount (and AuthAuto outside a
+	// pod) requests. Default DefaultServiceAccount.
+	ServiceAccount string
+	// ServiceAccountDir is where a pod's token and ca.crt are mounted. Default
+	// DefaultServiceAccountDir; tests point it at a directory of their own.
+	ServiceAccountDir string
 	// KubeletCAFile is the CA that signed the kubelets' serving certificates. Default: the
 	// cluster's CA from the kubeconfig, or the pod's ServiceAccount CA.
 	KubeletCAFile string
 	// InsecureSkipTLSVerify accepts any kubelet certificate: encrypted, but not authenticated.
 	InsecureSkipTLSVerify bool
-	Via                   Via
+	// AllowCredentialsToUnverifiedKubelet lets credentials go to a kubelet whose certificate is
+	// not checked (InsecureSkipTLSVerify). Without it, New refuses that combination.
+	AllowCredentialsToUnverifiedKubelet bool
+	Via                                 Via
 	// Timeout bounds each request. Default 10s.
 	Timeout time.Duration
+	// AllNodesTimeout bounds AllNodes as a whole. Default 1 minute.
+	AllNodesTimeout time.Duration
 	// HTTP1 turns HTTP/2 off, to compare.
 	HTTP1 bool
 }
@@ -78,13 +76,15 @@ type Options struct {
 type Client struct {
 	opts      Options
 	apiserver kubernetes.Interface // nil without a kubeconfig
-	kubelet   *http.Client
+	nodes     nodeSource           // nil without a kubeconfig
+	kubelet   *http.Client         // nil with ViaAPIServer
+	creds     credentials
 	// Credentials says, for the log and the reader, which credentials the kubelet gets.
 	Credentials string
-	scheme      string
 }
 
 // New makes a Client. apiserver may be nil: then only FetchURL works, with a token or nothing.
+// New sends nothing anywhere; a ServiceAccount token is requested at the first fetch.
 func New(apiserver *rest.Config, opts Options) (*Client, error) {
 	if len(opts.AddressTypes) == 0 {
 		opts.AddressTypes = DefaultAddressTypes
@@ -92,26 +92,60 @@ func New(apiserver *rest.Config, opts Options) (*Client, error) {
 	if opts.Timeout == 0 {
 		opts.Timeout = 10 * time.Second
 	}
+	if opts.AllNodesTimeout == 0 {
+		opts.AllNodesTimeout = time.Minute
+	}
 	if opts.Via == "" {
 		opts.Via = ViaAuto
 	}
-	c := &Client{opts: opts, scheme: "https"}
+	explicitServiceAccount := opts.ServiceAccount != ""
+	if !explicitServiceAccount {
+		opts.ServiceAccount = DefaultServiceAccount
+	}
+	for _, t := range DefaultAddressTypes {
+		if strings.EqualFold(opts.TLSServerName, string(t)) {
+			opts.TLSServerName = string(t)
+		}
+	}
+	if opts.ServiceAccountDir == "" {
+		opts.ServiceAccountDir = DefaultServiceAccountDir
+	}
+	switch opts.Via {
+	case ViaKubelet, ViaAPIServer, ViaAuto:
+	default:
+		return nil, fmt.Errorf("unknown --via %q: use kubelet, apiserver or auto", opts.Via)
+	}
+	c := &Client{opts: opts}
 	if apiserver != nil {
 		cs, err := kubernetes.NewForConfig(withTimeout(apiserver, opts.Timeout))
 		if err != nil {
 			return nil, err
 		}
 		c.apiserver = cs
+		c.nodes = &listNodes{client: cs}
+	}
+	if opts.Via == ViaAPIServer {
+		// The apiserver talks to the kubelet with its own identity: nothing of ours goes there.
+		c.Credentials = "none: the apiserver's node proxy uses its own kubelet-client identity"
+		return c, nil
 	}
 	cfg, err := c.kubeletConfig(apiserver)
 	if err != nil {
 		return nil, err
 	}
+	if explicitServiceAccount && c.creds.mode != AuthServiceAccount {
+		return nil, fmt.Errorf("a ServiceAccount (%s) was named, but no token is requested: the credentials are %s", opts.ServiceAccount, c.Credentials)
+	}
 	rt, err := rest.TransportFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubelet transport: %w", err)
 	}
-	c.kubelet = &http.Client{Transport: rt, Timeout: opts.Timeout}
+	c.kubelet = &http.Client{
+		Transport: rt,
+		Timeout:   opts.Timeout,
+		// A kubelet's /pods never redirects. Following one could carry the token elsewhere.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 	return c, nil
 }
 
@@ -121,81 +155,72 @@ func withTimeout(c *rest.Config, timeout time.Duration) *rest.Config {
 	return c
 }
 
+// dialAddressKey carries, in a request's context, the address to dial when the URL names the
+// kubelet by the name its certificate holds (Options.TLSServerName).
+type dialAddressKey struct{}
+
 // kubeletConfig is the rest.Config whose transport talks to kubelets: the chosen credentials,
 // and the CA to check the kubelet's certificate against. client-go turns it into a transport
 // with HTTP/2, token files re-read as they rotate, and exec plugins.
 func (c *Client) kubeletConfig(apiserver *rest.Config) (*rest.Config, error) {
+	o := &c.opts
 	cfg := &rest.Config{UserAgent: "kubelet-walkthrough-client"}
-	auth := c.opts.Auth
-	if auth == "" || auth == AuthAuto {
-		switch {
-		case c.opts.TokenFile != "":
-			auth = AuthToken
-		case fileExists(ServiceAccountTokenFile):
-			auth, c.opts.TokenFile = AuthToken, ServiceAccountTokenFile
-		case apiserver != nil:
-			auth = AuthKubeconfig
-		default:
-			return nil, errors.New("no credentials for the kubelet: give --token-file, run in a pod with a ServiceAccount token, or use a kubeconfig")
+	// First, so innermost: whatever adds credentials later, this sees the request as it leaves.
+	cfg.WrapTransport = guardPlainHTTP
+	dialer := &net.Dialer{Timeout: o.Timeout, KeepAlive: 30 * time.Second}
+	cfg.Dial = func(ctx context.Context, network, address string) (net.Conn, error) {
+		if override, ok := ctx.Value(dialAddressKey{}).(string); ok {
+			address = override
+		}
+		return dialer.DialContext(ctx, network, address)
+	}
+	creds, err := c.resolveAuth(cfg, apiserver)
+	if err != nil {
+		return nil, err
+	}
+	c.creds, c.Credentials = creds, creds.describe
+	if o.InsecureSkipTLSVerify && o.KubeletCAFile != "" {
+		return nil, errors.New("--kubelet-ca-file and --insecure-skip-tls-verify contradict each other: keep one")
+	}
+	if o.InsecureSkipTLSVerify && creds.sends() && !o.AllowCredentialsToUnverifiedKubelet {
+		return nil, &CredentialsRefusedError{
+			Reason: creds.describe + " to a kubelet whose certificate is not checked (--insecure-skip-tls-verify)",
+			Fix: "whoever answers at that address would get them. Verify instead (--kubelet-ca-file, --kubelet-tls-server-name=Hostname), " +
+				"go --via=apiserver, use --auth=none, or accept the risk with --allow-credentials-to-unverified-kubelet",
 		}
 	}
-	switch auth {
-	case AuthToken:
-		if c.opts.TokenFile == "" {
-			c.opts.TokenFile = ServiceAccountTokenFile
-		}
-		if !fileExists(c.opts.TokenFile) {
-			return nil, fmt.Errorf("token file %s does not exist", c.opts.TokenFile)
-		}
-		cfg.BearerTokenFile = c.opts.TokenFile
-		c.Credentials = "bearer token from " + c.opts.TokenFile
-	case AuthKubeconfig:
-		if apiserver == nil {
-			return nil, errors.New("--auth=kubeconfig needs a kubeconfig")
-		}
-		cfg.Username, cfg.Password = apiserver.Username, apiserver.Password
-		cfg.BearerToken, cfg.BearerTokenFile = apiserver.BearerToken, apiserver.BearerTokenFile
-		cfg.CertFile, cfg.KeyFile = apiserver.CertFile, apiserver.KeyFile
-		cfg.CertData, cfg.KeyData = apiserver.CertData, apiserver.KeyData
-		cfg.ExecProvider, cfg.AuthProvider = apiserver.ExecProvider, apiserver.AuthProvider
-		c.Credentials = "the kubeconfig's credentials"
-	case AuthNone:
-		c.scheme = "http"
-		c.Credentials = "none (plain HTTP)"
-		if c.opts.KubeletPort == 0 {
-			c.opts.KubeletPort = ReadOnlyPort
-		}
-		return cfg, nil
-	default:
-		return nil, fmt.Errorf("unknown --auth %q: use auto, token, kubeconfig or none", auth)
+	if !o.InsecureSkipTLSVerify && o.AllowCredentialsToUnverifiedKubelet {
+		return nil, errors.New("--allow-credentials-to-unverified-kubelet only matters with --insecure-skip-tls-verify: drop it")
 	}
+	saCA := filepath.Join(o.ServiceAccountDir, "ca.crt")
 	switch {
-	case c.opts.InsecureSkipTLSVerify:
+	case o.InsecureSkipTLSVerify:
 		cfg.Insecure = true
-	case c.opts.KubeletCAFile != "":
-		cfg.CAFile = c.opts.KubeletCAFile
+	case o.KubeletCAFile != "":
+		cfg.CAFile = o.KubeletCAFile
 	case apiserver != nil && (len(apiserver.CAData) > 0 || apiserver.CAFile != ""):
 		cfg.CAData, cfg.CAFile = apiserver.CAData, apiserver.CAFile
-	case fileExists(ServiceAccountCAFile):
-		cfg.CAFile = ServiceAccountCAFile
+	case fileExists(saCA):
+		cfg.CAFile = saCA
 	}
-	if c.opts.HTTP1 {
+	if o.TLSServerName != "" && !isAddressType(o.TLSServerName) {
+		cfg.ServerName = o.TLSServerName
+	}
+	if o.HTTP1 {
 		cfg.NextProtos = []string{"http/1.1"}
 	}
 	return cfg, nil
-}
-
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }
 
 // Result is what one node's kubelet answered.
 type Result struct {
 	Node string
 	Pods []corev1.Pod
-	// Via is "kubelet" or "apiserver"; URL is what was asked.
+	// Via is "kubelet" or "apiserver"; URL is what was asked, with any userinfo redacted.
 	Via, URL string
+	// ServerName is the name the kubelet's certificate was checked against, when not the
+	// URL's host (Options.TLSServerName).
+	ServerName string
 	// Protocol is the HTTP version the kubelet answered with ("HTTP/2.0").
 	Protocol string
 	// FellBack holds why the kubelet could not be reached, when the proxy answered instead.
@@ -203,16 +228,43 @@ type Result struct {
 	Err      error
 }
 
+// Node reads one Node from the apiserver (or from the informer, once WatchNodes runs).
+func (c *Client) Node(ctx context.Context, name string) (*corev1.Node, error) {
+	if c.nodes == nil {
+		return nil, errors.New("finding a node's kubelet needs a kubeconfig (or --kubelet-url)")
+	}
+	n, err := c.nodes.get(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("read node %s: %w", name, err)
+	}
+	return n, nil
+}
+
 // Endpoint finds a node's kubelet through the apiserver.
 func (c *Client) Endpoint(ctx context.Context, node string) (Endpoint, error) {
-	if c.apiserver == nil {
-		return Endpoint{}, errors.New("finding a node's kubelet needs a kubeconfig (or --kubelet-url)")
-	}
-	n, err := c.apiserver.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	n, err := c.Node(ctx, node)
 	if err != nil {
-		return Endpoint{}, fmt.Errorf("read node %s: %w", node, err)
+		return Endpoint{}, err
 	}
-	return EndpointFor(n, c.opts.AddressTypes, c.opts.KubeletPort)
+	return c.endpointFor(n)
+}
+
+func (c *Client) endpointFor(n *corev1.Node) (Endpoint, error) {
+	e, err := EndpointFor(n, c.opts.AddressTypes, c.opts.KubeletPort)
+	if err != nil || c.opts.TLSServerName == "" {
+		return e, err
+	}
+	if !isAddressType(c.opts.TLSServerName) {
+		e.ServerName = c.opts.TLSServerName
+		return e, nil
+	}
+	for _, a := range n.Status.Addresses {
+		if string(a.Type) == c.opts.TLSServerName && a.Address != "" {
+			e.ServerName = a.Address
+			return e, nil
+		}
+	}
+	return e, fmt.Errorf("node %s has no %s address to check its kubelet's certificate against (--kubelet-tls-server-name)", n.Name, c.opts.TLSServerName)
 }
 
 // Pods fetches one node's pods, by the way Options.Via says.
@@ -220,44 +272,95 @@ func (c *Client) Pods(ctx context.Context, node string) Result {
 	if c.opts.Via == ViaAPIServer {
 		return c.viaProxy(ctx, node)
 	}
-	e, err := c.Endpoint(ctx, node)
+	n, err := c.Node(ctx, node)
+	if err != nil {
+		return Result{Node: node, Err: err}
+	}
+	return c.podsOf(ctx, n)
+}
+
+// podsOf fetches the pods of a Node already read: no request to the apiserver unless the
+// kubelet cannot be reached and Via is auto.
+func (c *Client) podsOf(ctx context.Context, n *corev1.Node) Result {
+	if c.opts.Via == ViaAPIServer {
+		return c.viaProxy(ctx, n.Name)
+	}
+	e, err := c.endpointFor(n)
 	var noAddress *NoAddressError
 	if c.opts.Via == ViaAuto && errors.As(err, &noAddress) {
 		// No address of the preferred types: the apiserver has its own order, let it try.
-		proxied := c.viaProxy(ctx, node)
+		proxied := c.viaProxy(ctx, n.Name)
 		proxied.FellBack = err
 		return proxied
 	}
 	if err != nil {
-		return Result{Node: node, Err: err}
+		return Result{Node: n.Name, Err: err}
 	}
-	url := e.URL()
-	if c.scheme == "http" {
-		url = strings.Replace(url, "https://", "http://", 1)
-	}
-	r := c.FetchURL(ctx, url)
-	r.Node = node
+	r := c.fetch(ctx, e.URL(), e.ServerName)
+	r.Node = n.Name
 	var kerr *Error
-	if c.opts.Via == ViaAuto && errors.As(r.Err, &kerr) && kerr.Unreachable() {
-		klog.FromContext(ctx).V(1).Info("Kubelet unreachable, asking the apiserver's node proxy", "node", node, "err", r.Err)
-		proxied := c.viaProxy(ctx, node)
+	if c.opts.Via == ViaAuto && errors.As(r.Err, &kerr) && kerr.Unreachable() && ctx.Err() == nil {
+		klog.FromContext(ctx).V(1).Info("Kubelet unreachable, asking the apiserver's node proxy", "node", n.Name, "err", r.Err)
+		proxied := c.viaProxy(ctx, n.Name)
 		proxied.FellBack = r.Err
 		return proxied
 	}
 	return r
 }
 
-// FetchURL asks one kubelet, at url (https://host:port or http:// for the read-only port).
-func (c *Client) FetchURL(ctx context.Context, url string) Result {
-	r := Result{Via: "kubelet", URL: strings.TrimSuffix(url, "/") + "/pods"}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.URL, nil)
+// FetchURL asks one kubelet, at rawURL (https://host:port, or http:// for the read-only port).
+func (c *Client) FetchURL(ctx context.Context, rawURL string) Result {
+	return c.fetch(ctx, rawURL, "")
+}
+
+// fetch asks the kubelet at base for /pods. With serverName, the URL names the kubelet by that
+// name (so TLS checks the certificate against it) and the dialer connects to base's address.
+func (c *Client) fetch(ctx context.Context, base, serverName string) Result {
+	r := Result{Via: "kubelet", URL: RedactURL(strings.TrimSuffix(base, "/") + "/pods")}
+	if c.kubelet == nil {
+		r.Err = errors.New("this client goes through the apiserver (--via=apiserver); it asks no kubelet directly")
+		return r
+	}
+	u, err := url.Parse(strings.TrimSuffix(base, "/") + "/pods")
+	switch {
+	case err != nil:
+		r.Err = fmt.Errorf("kubelet URL %s: %w", RedactURL(base), err)
+		return r
+	case u.User != nil:
+		r.Err = fmt.Errorf("the kubelet URL %s holds credentials (user info): the kubelet takes none that way; use --token-file", r.URL)
+		return r
+	case u.Scheme == "http" && c.creds.sends():
+		r.Err = &CredentialsRefusedError{Reason: c.creds.describe + " over plain http://" + u.Host,
+			Fix: "anyone on the path could read and replay it. http:// is the read-only port, which takes no credentials: add --auth=none; " +
+				"for the secure port use https:// (usually port 10250)"}
+		return r
+	case u.Scheme != "http" && u.Scheme != "https":
+		r.Err = fmt.Errorf("kubelet URL %s: the scheme must be https:// (or http:// for the read-only port)", r.URL)
+		return r
+	}
+	if serverName != "" {
+		ctx = context.WithValue(ctx, dialAddressKey{}, u.Host)
+		u.Host = net.JoinHostPort(serverName, u.Port())
+		r.ServerName = serverName
+	}
+	// Whether TCP connected tells a kubelet that is slow from one that cannot be reached.
+	var connected atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		ConnectDone: func(_, _ string, err error) {
+			if err == nil {
+				connected.Store(true)
+			}
+		},
+		GotConn: func(httptrace.GotConnInfo) { connected.Store(true) },
+	})
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		r.Err = err
 		return r
 	}
 	resp, err := c.kubelet.Do(req)
 	if err != nil {
-		r.Err = explain(r.URL, err, c.opts.Timeout)
+		r.Err = explain(r.URL, err, c.opts.Timeout, connected.Load())
 		return r
 	}
 	defer func() { _ = resp.Body.Close() }()
@@ -265,11 +368,11 @@ func (c *Client) FetchURL(ctx context.Context, url string) Result {
 	klog.FromContext(ctx).V(2).Info("Kubelet answered", "url", r.URL, "status", resp.StatusCode, "protocol", resp.Proto, "credentials", c.Credentials)
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		r.Err = explain(r.URL, err, c.opts.Timeout)
+		r.Err = explain(r.URL, err, c.opts.Timeout, true)
 		return r
 	}
 	if resp.StatusCode != http.StatusOK {
-		r.Err = explainStatus(r.URL, resp.StatusCode, string(body), c.Credentials)
+		r.Err = explainStatus(r.URL, resp.StatusCode, resp.Header.Get("Location"), string(body), c.Credentials)
 		return r
 	}
 	r.Pods, r.Err = decodePods(body)
@@ -283,9 +386,10 @@ func (c *Client) viaProxy(ctx context.Context, node string) Result {
 		r.Err = errors.New("the apiserver's node proxy needs a kubeconfig")
 		return r
 	}
-	body, err := c.apiserver.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy", "pods").DoRaw(ctx)
+	res := c.apiserver.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy", "pods").Do(ctx)
+	body, err := res.Raw()
 	if err != nil {
-		r.Err = explainProxy(node, err)
+		r.Err = explainProxy(node, res.Error()) // Error, not Raw's error: it decodes a JSON Status
 		return r
 	}
 	r.Pods, r.Err = decodePods(body)
@@ -300,27 +404,60 @@ func decodePods(body []byte) ([]corev1.Pod, error) {
 	return list.Items, nil
 }
 
-// AllNodes lists the nodes and fetches each node's pods, at most concurrency at a time. A node
-// that fails has its Err set; the others are unaffected. Results are sorted by node name.
+// AllNodes lists the nodes — one LIST, or none once WatchNodes runs — and fetches each node's
+// pods with at most concurrency requests in flight, within Options.AllNodesTimeout overall. A
+// node that fails has its Err set; the others are unaffected. Results are sorted by node name.
 func (c *Client) AllNodes(ctx context.Context, concurrency int) ([]Result, error) {
-	if c.apiserver == nil {
+	if c.nodes == nil {
 		return nil, errors.New("--all-nodes needs a kubeconfig")
 	}
-	nodes, err := c.apiserver.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	ctx, cancel := context.WithTimeout(ctx, c.opts.AllNodesTimeout)
+	defer cancel()
+	nodes, err := c.nodes.list(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
-	results := make([]Result, len(nodes.Items))
-	limit := make(chan struct{}, max(concurrency, 1))
+	results := make([]Result, len(nodes))
+	next := make(chan int)
 	var wg sync.WaitGroup
-	for i, n := range nodes.Items {
+	for range min(max(concurrency, 1), len(nodes)) {
 		wg.Go(func() {
-			limit <- struct{}{}
-			defer func() { <-limit }()
-			results[i] = c.Pods(ctx, n.Name)
+			for i := range next {
+				results[i] = c.podsOf(ctx, &nodes[i])
+				if results[i].Err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+					results[i].Err = c.deadlineError(nodes[i].Name, results[i].Err)
+				}
+			}
 		})
 	}
+	for i := range nodes {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			results[i] = Result{Node: nodes[i].Name, Err: c.deadlineError(nodes[i].Name, nil)}
+		}
+	}
+	close(next)
 	wg.Wait()
 	sort.Slice(results, func(i, j int) bool { return results[i].Node < results[j].Node })
 	return results, nil
+}
+
+func (c *Client) deadlineError(node string, err error) error {
+	e := &Error{Kind: Deadline, URL: node, Err: err, Timeout: c.opts.AllNodesTimeout,
+		Hint: "--all-nodes asks every kubelet within --all-nodes-timeout; raise it, or --concurrency to ask more at once."}
+	if err == nil {
+		e.Err = fmt.Errorf("node %s was not asked in time", node)
+	}
+	return e
+}
+
+// RedactURL hides a URL's user info (user name and password alike: either may be a secret).
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	u.User = url.User("xxxxx")
+	return u.String()
 }

@@ -9,12 +9,19 @@
 package kubeletclient
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 )
 
 // DefaultAddressTypes is the order in which a node's addresses are tried: the internal IP first,
@@ -55,6 +62,9 @@ type Endpoint struct {
 	Port    int
 	// PortFrom says where the port came from: "daemonEndpoints", "--kubelet-port" or "default".
 	PortFrom string
+	// ServerName is the name to check the kubelet's certificate against, when it is not the
+	// address dialed (Options.TLSServerName).
+	ServerName string
 }
 
 // URL is https://address:port, with IPv6 addresses in brackets.
@@ -108,4 +118,83 @@ type NoAddressError struct {
 func (e *NoAddressError) Error() string {
 	return fmt.Sprintf("node %s has no address of type %v (it has: %s); choose others with --kubelet-preferred-address-types",
 		e.Node, e.Types, strings.Join(e.Have, ", "))
+}
+
+// isAddressType says whether name is a node address type (Hostname, InternalIP, …) rather
+// than a literal server name.
+func isAddressType(name string) bool {
+	for _, t := range DefaultAddressTypes {
+		if name == string(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// nodeSource is where the client reads Nodes: the apiserver, one request per call
+// (listNodes), or an informer's cache kept current by one watch (watchedNodes).
+type nodeSource interface {
+	get(ctx context.Context, name string) (*corev1.Node, error)
+	list(ctx context.Context) ([]corev1.Node, error)
+}
+
+// listNodes asks the apiserver each time: one GET for a node, one LIST for all.
+type listNodes struct{ client kubernetes.Interface }
+
+func (l *listNodes) get(ctx context.Context, name string) (*corev1.Node, error) {
+	return l.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+}
+
+func (l *listNodes) list(ctx context.Context) ([]corev1.Node, error) {
+	nodes, err := l.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return nodes.Items, nil
+}
+
+// watchedNodes answers from an informer's store: after its first list (or watch-list), a poll
+// costs the apiserver nothing.
+type watchedNodes struct{ store cache.Store }
+
+func (w *watchedNodes) get(_ context.Context, name string) (*corev1.Node, error) {
+	obj, ok, err := w.store.GetByKey(name)
+	switch {
+	case err != nil:
+		return nil, err
+	case !ok:
+		return nil, apierrors.NewNotFound(corev1.Resource("nodes"), name)
+	}
+	return obj.(*corev1.Node), nil
+}
+
+func (w *watchedNodes) list(context.Context) ([]corev1.Node, error) {
+	objs := w.store.List()
+	nodes := make([]corev1.Node, len(objs))
+	for i, obj := range objs {
+		nodes[i] = *obj.(*corev1.Node)
+	}
+	return nodes, nil
+}
+
+// WatchNodes makes the client read Nodes from an informer instead of asking the apiserver on
+// each fetch, as an agent that polls should: one watch, kept open until ctx ends. With a node
+// name, only that Node is watched (a field selector), which is what a per-node agent needs.
+// It returns once the informer has synced. RBAC: list and watch on nodes.
+func (c *Client) WatchNodes(ctx context.Context, node string) error {
+	if c.apiserver == nil {
+		return errors.New("watching nodes needs a kubeconfig")
+	}
+	selector := fields.Everything()
+	if node != "" {
+		selector = fields.OneTermEqualSelector("metadata.name", node)
+	}
+	lw := cache.NewListWatchFromClient(c.apiserver.CoreV1().RESTClient(), "nodes", metav1.NamespaceAll, selector)
+	informer := cache.NewSharedIndexInformer(lw, &corev1.Node{}, 0, cache.Indexers{})
+	go informer.RunWithContext(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+		return fmt.Errorf("watch nodes: the informer did not sync: %w", context.Cause(ctx))
+	}
+	c.nodes = &watchedNodes{store: informer.GetStore()}
+	return nil
 }

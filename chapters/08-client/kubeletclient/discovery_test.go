@@ -62,7 +62,7 @@ func TestEndpointFor(t *testing.T) {
 }
 
 func TestExplainForbidden(t *testing.T) {
-	err := explainStatus("https://n1:10250/pods", 403, "Forbidden (user=system:serviceaccount:default:x, verb=get, resource=nodes, subresource(s)=[pods proxy])\n", "token")
+	err := explainStatus("https://n1:10250/pods", 403, "", "Forbidden (user=system:serviceaccount:default:x, verb=get, resource=nodes, subresource(s)=[pods proxy])\n", "token")
 	var e *Error
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, Forbidden, e.Kind)

@@ -13,20 +13,35 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Kind sorts failures by what the reader has to do about them.
 type Kind string
 
 const (
-	Refused      Kind = "connection refused"
-	Timeout      Kind = "timeout"
-	Unroutable   Kind = "unreachable"
-	TLS          Kind = "certificate not trusted"
-	Unauthorized Kind = "unauthorized"
-	Forbidden    Kind = "forbidden"
-	Status       Kind = "error status"
-	Transport    Kind = "connection failed"
+	Refused        Kind = "connection refused"
+	ConnectTimeout Kind = "connect timeout" // no TCP connection within the timeout
+	Timeout        Kind = "timeout"         // connected, but no answer within the timeout
+	Deadline       Kind = "deadline"        // --all-nodes' overall deadline passed
+	Unroutable     Kind = "unreachable"
+	TLS            Kind = "certificate not trusted"
+	Unauthorized   Kind = "unauthorized"
+	Forbidden      Kind = "forbidden"
+	Credentials    Kind = "credentials" // no credentials could be had, or they were not sent
+	Status         Kind = "error status"
+	Transport      Kind = "connection failed"
+)
+
+// Party says whose request was refused, so that the reader fixes the right identity.
+type Party string
+
+const (
+	// PartyClient is this client's own identity: its token, the ServiceAccount's RBAC.
+	PartyClient Party = "client"
+	// PartyAPIServer is the apiserver's kubelet-client identity, which the node proxy uses
+	// towards the kubelet (--kubelet-client-certificate).
+	PartyAPIServer Party = "apiserver"
 )
 
 // Error is a failed request to a kubelet, with what to do about it.
@@ -34,25 +49,41 @@ type Error struct {
 	Kind Kind
 	URL  string
 	Err  error
+	// Party, for 401 and 403, says whose identity was refused.
+	Party Party
+	// Timeout is the limit that passed, for Timeout, ConnectTimeout and Deadline.
+	Timeout time.Duration
 	// Hint says what to do, in a sentence or three.
 	Hint string
 }
 
 func (e *Error) Error() string {
-	return fmt.Sprintf("%s: %v\n  %s", e.Kind, e.Err, strings.ReplaceAll(e.Hint, "\n", "\n  "))
+	var head string
+	switch e.Kind {
+	case ConnectTimeout:
+		head = fmt.Sprintf("timed out after %s connecting to %s", e.Timeout, e.URL)
+	case Timeout:
+		head = fmt.Sprintf("timed out after %s waiting for %s to answer (connected)", e.Timeout, e.URL)
+	case Deadline:
+		head = fmt.Sprintf("timed out after %s (--all-nodes-timeout): %v", e.Timeout, e.Err)
+	default:
+		head = fmt.Sprintf("%s: %v", e.Kind, e.Err)
+	}
+	return head + "\n  " + strings.ReplaceAll(e.Hint, "\n", "\n  ")
 }
 
 func (e *Error) Unwrap() error { return e.Err }
 
 // Unreachable says the kubelet could not be reached at all — the only case in which the
-// client falls back to the apiserver's node proxy: a kubelet that answered 401, 403 or with a
-// certificate the client does not trust was reached, and the proxy would hide the problem.
+// client falls back to the apiserver's node proxy. A kubelet that accepted the connection was
+// reached: if it answered 401, 403, with a certificate the client does not trust, or not in
+// time, the proxy would hide the problem (or meet the same slowness).
 func (e *Error) Unreachable() bool {
-	return e.Kind == Refused || e.Kind == Timeout || e.Kind == Unroutable
+	return e.Kind == Refused || e.Kind == ConnectTimeout || e.Kind == Unroutable
 }
 
-// explain classifies a transport error.
-func explain(url string, err error, timeout time.Duration) error {
+// explain classifies a transport error. connected says whether TCP connected.
+func explain(url string, err error, timeout time.Duration, connected bool) error {
 	e := &Error{URL: url, Err: err, Kind: Transport}
 	var unknownCA x509.UnknownAuthorityError
 	var dialErr *net.OpError
@@ -60,13 +91,26 @@ func explain(url string, err error, timeout time.Duration) error {
 	var hostname x509.HostnameError
 	var invalid x509.CertificateInvalidError
 	var netErr net.Error
+	var refused *CredentialsRefusedError
+	var noToken *TokenRequestError
 	switch {
+	case errors.As(err, &refused):
+		e.Kind, e.Err, e.Hint = Credentials, refused, "Nothing was sent."
+	case errors.As(err, &noToken):
+		e.Kind, e.Err = Credentials, noToken
+		e.Hint = "Outside a pod, --auth=auto asks the apiserver for a short-lived token of a dedicated ServiceAccount " +
+			"instead of sending your own credentials to kubelets. Create it (kubectl apply -f examples/rbac/), name another with " +
+			"--service-account=NAMESPACE/NAME, pass one with --token-file, send your own with --auth=kubeconfig, " +
+			"or go --via=apiserver."
+		if apierrors.IsForbidden(noToken.Err) {
+			e.Hint = "You may not create tokens for that ServiceAccount (create serviceaccounts/token). " + e.Hint
+		}
 	case errors.As(err, &unknownCA):
 		e.Kind, e.Hint = TLS, selfSignedHint
 	case errors.As(err, &hostname):
 		e.Kind = TLS
-		e.Hint = fmt.Sprintf("The kubelet's certificate is not valid for %s. Reach it by a name the certificate holds "+
-			"(--kubelet-preferred-address-types=Hostname), or:\n", hostname.Host) + fixesHint
+		e.Hint = fmt.Sprintf("The kubelet's certificate is not valid for %s. Check it against a name it holds "+
+			"(--kubelet-tls-server-name=Hostname), reach it by that name (--kubelet-preferred-address-types=Hostname), or:\n", hostname.Host) + fixesHint
 	case errors.As(err, &invalid):
 		e.Kind, e.Hint = TLS, "The kubelet's certificate is invalid ("+invalid.Error()+"). Check the node's clock and certificate rotation, or:\n"+fixesHint
 	case errors.Is(err, syscall.ECONNREFUSED):
@@ -75,10 +119,18 @@ func explain(url string, err error, timeout time.Duration) error {
 			"configuration file exists (readOnlyPort: 0): use the secure port — the Node's " +
 			".status.daemonEndpoints.kubeletEndpoint.port, usually 10250 — with a token (--auth=token)."
 	case errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()):
-		e.Kind = Timeout
-		e.Hint = fmt.Sprintf("No answer within %s (--request-timeout). The address may not be routable from here "+
-			"(minikube's docker driver on macOS: the node IP is not reachable from the host): "+
-			"try --via=apiserver, another --kubelet-preferred-address-types, or a longer --request-timeout.", timeout)
+		e.Timeout = timeout
+		if connected {
+			e.Kind = Timeout
+			e.Hint = "The kubelet accepted the connection but did not answer in time (--request-timeout): it is slow or " +
+				"overloaded, or something in between holds the connection. The apiserver's node proxy would wait for the same " +
+				"kubelet, so there is no failover; try a longer --request-timeout."
+		} else {
+			e.Kind = ConnectTimeout
+			e.Hint = "No connection within the timeout: the address is probably not routable from here (minikube's docker " +
+				"driver on macOS: the node IP is not reachable from the host). --via=auto falls back to the apiserver's node " +
+				"proxy; otherwise try --via=apiserver or another --kubelet-preferred-address-types."
+		}
 	case errors.As(err, &dnsErr) || (errors.As(err, &dialErr) && dialErr.Op == "dial"):
 		e.Kind = Unroutable
 		e.Hint = "The kubelet could not be reached. --via=auto falls back to the apiserver's node proxy; " +
@@ -91,9 +143,10 @@ func explain(url string, err error, timeout time.Duration) error {
 }
 
 const fixesHint = `  - --kubelet-ca-file=<the CA, or the kubelet's own certificate>: on minikube, /var/lib/kubelet/pki/kubelet.crt on the node
+    (with --kubelet-tls-server-name=Hostname when the certificate names the host only)
   - serverTLSBootstrap: true in the kubelet's configuration, and approve its CSR: the cluster CA then signs the kubelet's certificate
-  - --insecure-skip-tls-verify: encrypted, but anyone on the path can pretend to be the kubelet
-  - --via=apiserver: the apiserver talks to the kubelet for you`
+  - --via=apiserver: the apiserver talks to the kubelet for you
+  - --insecure-skip-tls-verify: encrypted, but anyone on the path can pretend to be the kubelet (credentials then need --allow-credentials-to-unverified-kubelet)`
 
 const selfSignedHint = "The kubelet's certificate is not signed by a CA you trust: on minikube and kubeadm clusters " +
 	"without serverTLSBootstrap, each kubelet signs its own certificate at start (cmd/kubelet/app/server.go, InitializeTLS). Choose one:\n" + fixesHint
@@ -101,18 +154,34 @@ const selfSignedHint = "The kubelet's certificate is not signed by a CA you trus
 // forbiddenBody is the kubelet's 403 text: Forbidden (user=U, verb=V, resource=nodes, subresource(s)=[pods proxy]).
 var forbiddenBody = regexp.MustCompile(`user=([^,]*), verb=([^,]*), resource=([^,]*), subresource\(s\)=\[([^\]]*)\]`)
 
-// explainStatus turns a kubelet's non-200 answer into advice.
-func explainStatus(url string, code int, body, credentials string) error {
-	e := &Error{URL: url, Err: fmt.Errorf("GET %s: %d %s: %s", url, code, http.StatusText(code), strings.TrimSpace(body))}
-	switch code {
-	case http.StatusUnauthorized:
-		e.Kind = Unauthorized
+// maxBodyShown bounds how much of an error body is quoted.
+const maxBodyShown = 512
+
+// shownBody is an error body as the reader sees it: trimmed, and cut if long.
+func shownBody(body string) string {
+	body = strings.TrimSpace(body)
+	if len(body) > maxBodyShown {
+		body = body[:maxBodyShown] + fmt.Sprintf("… (%d more bytes)", len(body)-maxBodyShown)
+	}
+	if body == "" {
+		return "(empty body)"
+	}
+	return body
+}
+
+// explainStatus turns a kubelet's non-200 answer into advice. The body — the kubelet answers
+// errors in plain text — is quoted as it came.
+func explainStatus(url string, code int, location, body, credentials string) error {
+	e := &Error{URL: url, Err: fmt.Errorf("GET %s: %d %s: %s", url, code, http.StatusText(code), shownBody(body))}
+	switch {
+	case code == http.StatusUnauthorized:
+		e.Kind, e.Party = Unauthorized, PartyClient
 		e.Hint = "The kubelet did not accept the credentials (" + credentials + "). Anonymous requests are refused " +
 			"(authentication.anonymous.enabled: false); a token must pass the apiserver's TokenReview (an expired or " +
 			"deleted ServiceAccount's token does not), and a client certificate must be signed by the kubelet's client CA."
-	case http.StatusForbidden:
-		e.Kind = Forbidden
-		e.Hint = "Authenticated, but not allowed. Grant get on nodes/pods (or nodes/proxy): kubectl apply -f examples/rbac/"
+	case code == http.StatusForbidden:
+		e.Kind, e.Party = Forbidden, PartyClient
+		e.Hint = "Authenticated, but not allowed. Grant get on nodes/pods: kubectl apply -f examples/rbac/"
 		if m := forbiddenBody.FindStringSubmatch(body); m != nil {
 			var asked []string
 			for _, sub := range strings.Fields(m[4]) {
@@ -122,25 +191,71 @@ func explainStatus(url string, code int, body, credentials string) error {
 				"nodes/pods before nodes/proxy). Grant %s %s, the narrower one: kubectl apply -f examples/rbac/",
 				m[1], m[2], strings.Join(asked, " nor "), m[2], asked[0])
 		}
+	case code >= 300 && code < 400:
+		e.Kind = Status
+		e.Hint = "The kubelet (or what answers at that address) redirects to " + RedactURL(location) +
+			"; a kubelet's /pods never does, and the client does not follow: credentials could go with it."
 	default:
 		e.Kind = Status
-		e.Hint = "The kubelet answered with an error."
+		e.Hint = "The kubelet answered with an error; its own words are quoted above."
 	}
 	return e
 }
 
-// explainProxy explains a failure of the apiserver's node proxy.
+// explainProxy explains a failure of the apiserver's node proxy. The apiserver answers its own
+// errors with a JSON Status; what the kubelet answered the apiserver comes back as the kubelet
+// wrote it, in plain text, which client-go keeps as an "unexpected server response" — and then
+// the identity the kubelet refused is the apiserver's, not the reader's.
 func explainProxy(node string, err error) error {
-	e := &Error{URL: "/api/v1/nodes/" + node + "/proxy/pods", Err: err, Kind: Status, Hint: "The apiserver could not proxy to the kubelet."}
+	url := "/api/v1/nodes/" + node + "/proxy/pods"
+	e := &Error{URL: url, Err: err, Kind: Status, Hint: "The apiserver could not proxy to the kubelet."}
+	if code, text, relayed := relayedFromKubelet(err); relayed {
+		e.Err = fmt.Errorf("GET %s: %d %s, relayed from the kubelet: %s", url, code, http.StatusText(code), shownBody(text))
+		switch code {
+		case http.StatusUnauthorized:
+			e.Kind, e.Party = Unauthorized, PartyAPIServer
+			e.Hint = "The kubelet did not accept the apiserver's own kubelet-client identity — not yours: the apiserver let " +
+				"you through. The apiserver's --kubelet-client-certificate must be signed by the CA in the kubelet's " +
+				"authentication.x509.clientCAFile (kubeadm: apiserver-kubelet-client.crt, signed by the cluster CA)."
+		case http.StatusForbidden:
+			e.Kind, e.Party = Forbidden, PartyAPIServer
+			user := "the apiserver's kubelet-client user"
+			if m := forbiddenBody.FindStringSubmatch(text); m != nil {
+				user = m[1]
+			}
+			e.Hint = "The kubelet refused the apiserver's own kubelet-client identity (" + user + ") — not yours: the apiserver " +
+				"let you through. That identity needs nodes/proxy; kubeadm binds it to system:kubelet-api-admin: " +
+				"kubectl create clusterrolebinding kubeadm:apiserver-kubelet-client --clusterrole=system:kubelet-api-admin --user=" + user
+		default:
+			e.Hint = "The kubelet answered the apiserver with an error; its own words are quoted above."
+		}
+		return e
+	}
 	switch {
 	case apierrors.IsForbidden(err):
-		e.Kind = Forbidden
-		e.Hint = "The apiserver's node proxy needs get on nodes/proxy (not nodes/pods): kubectl apply -f examples/rbac/"
+		e.Kind, e.Party = Forbidden, PartyClient
+		e.Hint = "The apiserver's node proxy needs get on nodes/proxy (not nodes/pods) — which also opens exec and the " +
+			"whole kubelet API, so examples/rbac keeps it apart: kubectl apply -f examples/rbac/node-proxy/"
 	case apierrors.IsUnauthorized(err):
-		e.Kind = Unauthorized
+		e.Kind, e.Party = Unauthorized, PartyClient
 		e.Hint = "The apiserver did not accept the kubeconfig's credentials."
 	case apierrors.IsNotFound(err):
 		e.Hint = "There is no node " + node + ": kubectl get nodes lists them."
 	}
 	return e
+}
+
+// relayedFromKubelet says whether an error of the node proxy is an answer that is not the
+// apiserver's own JSON Status — the kubelet's plain text, relayed — and returns its code and text.
+func relayedFromKubelet(err error) (code int, text string, relayed bool) {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil {
+		return 0, "", false
+	}
+	for _, cause := range status.Status().Details.Causes {
+		if cause.Type == metav1.CauseTypeUnexpectedServerResponse {
+			return int(status.Status().Code), cause.Message, true
+		}
+	}
+	return 0, "", false
 }
