@@ -211,3 +211,51 @@ func TestTLSServerName(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkDiscovery puts discovery's cost to the apiserver side by side, per poll of every
+// node: the way before this chapter's fix (a LIST, then a GET per node to find its endpoint)
+// against one LIST. It reports apiserver requests per poll next to the time; the informer of
+// --interval, which needs a real watch, is measured in e2e (TestDiscoveryCostPerPoll: none).
+func BenchmarkDiscovery(b *testing.B) {
+	for _, n := range []int{1, 10, 100} {
+		p := fakecluster.NewPKI(b)
+		a := fakecluster.NewAPIServer(b, p)
+		k := fakecluster.NewKubelet(b, fakecluster.KubeletOptions{TLS: p.ServingConfig(b, "127.0.0.1")})
+		var nodes []corev1.Node
+		for i := range n {
+			nodes = append(nodes, fakecluster.Node(fmt.Sprintf("n%03d", i), k.Port))
+		}
+		a.SetNodes(nodes...)
+		cfg := &rest.Config{Host: a.Server.URL, TLSClientConfig: rest.TLSClientConfig{CAFile: p.CAFile}, QPS: -1}
+		c, err := kubeletclient.New(cfg, kubeletclient.Options{Auth: kubeletclient.AuthToken, TokenFile: fakecluster.TokenFile(b, "t"),
+			ServiceAccountDir: b.TempDir(), Via: kubeletclient.ViaKubelet})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		b.Run(fmt.Sprintf("nodes=%d/list-then-get-each(before)", n), func(b *testing.B) {
+			a.Reset()
+			for b.Loop() {
+				results, err := c.AllNodes(ctx, 8)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, r := range results {
+					if _, err := c.Endpoint(ctx, r.Node); err != nil { // the GET the old AllNodes made per node
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(len(a.Requests()))/float64(b.N), "apiserver-requests/poll")
+		})
+		b.Run(fmt.Sprintf("nodes=%d/one-list(after)", n), func(b *testing.B) {
+			a.Reset()
+			for b.Loop() {
+				if _, err := c.AllNodes(ctx, 8); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(a.Requests()))/float64(b.N), "apiserver-requests/poll")
+		})
+	}
+}
