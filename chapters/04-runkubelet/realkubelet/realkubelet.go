@@ -45,6 +45,7 @@ import (
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/kubernetes/cmd/kubelet/app"
 	"k8s.io/kubernetes/cmd/kubelet/app/options"
+	"k8s.io/kubernetes/pkg/kubelet"
 	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
 	kubeletconfigconversion "k8s.io/kubernetes/pkg/kubelet/apis/config/v1beta1"
 	cadvisortest "k8s.io/kubernetes/pkg/kubelet/cadvisor/testing"
@@ -95,6 +96,10 @@ type Options struct {
 	FileCheckFrequency time.Duration
 	// Configure, when set, may change flags and configuration last, before the kubelet starts.
 	Configure func(*options.KubeletFlags, *kubeletconfig.KubeletConfiguration)
+	// Dependencies, when set, may change the kubelet's dependencies last, before the kubelet
+	// starts: wrap the CRI runtime service, give it a TracerProvider, ... (chapter 10 watches
+	// the sync loop this way).
+	Dependencies func(*kubelet.Dependencies)
 }
 
 // Kubelet is a running real kubelet.
@@ -216,6 +221,9 @@ func Start(ctx context.Context, opts Options) (*Kubelet, error) {
 	}
 	deps.Auth = auth
 	runCAReload(ctx.Done())
+	if opts.Dependencies != nil {
+		opts.Dependencies(deps)
+	}
 
 	startMu.Lock()
 	defer startMu.Unlock()

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/realkubelet"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-syncloop/podjourney"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
+)
+
+// syncLoopOptions are the chapter's flags.
+type syncLoopOptions struct {
+	nodeName       string
+	waitForRestart bool
+	kubeletLog     string
+	traceFile      string
+	timeout        time.Duration
+
+	out io.Writer
+}
+
+// NewSyncLoopCommand builds the chapter's command.
+func NewSyncLoopCommand(ctx context.Context) *cobra.Command {
+	o := &syncLoopOptions{}
+	cmd := &cobra.Command{
+		Use:   "10-syncloop",
+		Short: "Follow one static pod through the real kubelet's sync loop, from Go's execution trace",
+		Long: `Starts the real kubelet in this process with an empty static pod directory, records Go's
+execution trace while it adds web.yaml there, edits it and deletes it, and prints each step the
+kubelet took — which goroutine created or woke which, with its stack, and each CRI call — as the
+trace recorded it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.out = cmd.OutOrStdout()
+			return o.run(ctx)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.nodeName, "node-name", realkubelet.DefaultNodeName, "node name (the kubelet's --hostname-override)")
+	f.BoolVar(&o.waitForRestart, "wait-for-restart", false, "after the edit, wait until the new version runs before deleting it (10-15s more: the pod worker's back-off)")
+	f.StringVar(&o.kubeletLog, "kubelet-log", "", `file for the kubelet's own log lines; "-" for stderr; default: a temporary file removed on exit`)
+	f.StringVar(&o.traceFile, "trace", "", "also write the raw execution trace to this file (open it with `go tool trace FILE`)")
+	f.DurationVar(&o.timeout, "timeout", 30*time.Second, "how long to wait for each step")
+	return cmd
+}
+
+func (o *syncLoopOptions) run(ctx context.Context) error {
+	_, closeLog, err := kubeletlog.ToFile(o.kubeletLog)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+
+	rec, err := podjourney.Record(ctx, podjourney.Options{NodeName: o.nodeName, Timeout: o.timeout, WaitForRestart: o.waitForRestart})
+	if err != nil {
+		return err
+	}
+	if o.traceFile != "" {
+		if err := os.WriteFile(o.traceFile, rec.Trace, 0o644); err != nil {
+			return fmt.Errorf("write the trace: %w", err)
+		}
+	}
+	evidence, err := podjourney.ReadEvidence(rec.Trace)
+	if err != nil {
+		return err
+	}
+	journey, err := podjourney.Build(rec, evidence)
+	if err != nil {
+		return err
+	}
+
+	fmt.Fprintf(o.out, "The real kubelet (k8s.io/kubernetes %s) ran in this process as node %q, standalone,\n", realkubelet.Version(), o.nodeName)
+	fmt.Fprintf(o.out, "with an empty static pod directory. Go's execution tracer recorded it while web.yaml was\n")
+	fmt.Fprintf(o.out, "added there, edited and deleted. Every step below is read from that trace: a goroutine\n")
+	fmt.Fprintf(o.out, "(named by the outermost kubelet function it runs) creating or waking another, or calling\n")
+	fmt.Fprintf(o.out, "the CRI runtime, or opening a SyncPod span; each with its stack, kubelet frames only.\n")
+	if err := journey.Print(o.out); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.out, "\n%d steps; the kubelet ran for %s\n", len(journey.Entries), rec.Elapsed.Round(time.Second))
+	if o.traceFile != "" {
+		fmt.Fprintf(o.out, "The raw trace is in %s: go tool trace %s\n", o.traceFile, o.traceFile)
+	}
+	return nil
+}
