@@ -40,6 +40,8 @@ type clientOptions struct {
 
 	out, errOut io.Writer
 	now         func() time.Time
+	// doctor is set by the doctor subcommand.
+	doctor bool
 }
 
 // NewClientCommand builds the chapter's command.
@@ -64,7 +66,8 @@ func newClientCommand(ctx context.Context, o *clientOptions) *cobra.Command {
 			return redact(o.run(ctx))
 		},
 	}
-	f := cmd.Flags()
+	// Persistent: the doctor subcommand takes the same flags.
+	f := cmd.PersistentFlags()
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the pod's in-cluster config)")
 	f.StringVar(&o.context, "context", "", "kubeconfig context to use")
 	f.StringVar(&o.node, "node", "", "the node whose kubelet to ask")
@@ -90,6 +93,7 @@ func newClientCommand(ctx context.Context, o *clientOptions) *cobra.Command {
 	// machine's own /var/run/secrets.
 	f.StringVar(&o.opts.ServiceAccountDir, "service-account-dir", o.opts.ServiceAccountDir, "directory of the pod's ServiceAccount token and ca.crt")
 	_ = f.MarkHidden("service-account-dir")
+	cmd.AddCommand(newDoctorCommand(ctx, o))
 	return cmd
 }
 
@@ -111,8 +115,10 @@ func (o *clientOptions) complete(flags *pflag.FlagSet) error {
 	default:
 		return fmt.Errorf("unknown --via %q: use kubelet, apiserver or auto", o.via)
 	}
-	switch o.output {
-	case "table", "wide", "json", "yaml", "name":
+	switch {
+	case o.doctor && o.output != "table" && o.output != "json":
+		return fmt.Errorf("doctor prints a table or json, not %q", o.output)
+	case o.output == "table", o.output == "wide", o.output == "json", o.output == "yaml", o.output == "name":
 	default:
 		return fmt.Errorf("unknown output format %q: use table, wide, json, yaml or name", o.output)
 	}
@@ -150,7 +156,8 @@ func (o *clientOptions) noIgnoredFlags(flags *pflag.FlagSet) error {
 			"with --via=apiserver the apiserver talks to the kubelet, with its own identity and settings"},
 		{o.kubeletURL != "", []string{"kubelet-port", "kubelet-preferred-address-types"}, "--kubelet-url already says where the kubelet is"},
 		{o.kubeletURL != "" && o.opts.Via != kubeletclient.ViaKubelet && flags.Changed("via"), []string{"via"}, "--kubelet-url asks that URL only, with no proxy to fall back to"},
-		{!o.allNodes, []string{"concurrency", "all-nodes-timeout"}, "they bound --all-nodes"},
+		{!o.allNodes || o.doctor, []string{"concurrency", "all-nodes-timeout"}, "they bound --all-nodes' fetch"},
+		{o.doctor, []string{"kubelet-url", "interval"}, "doctor starts from the Node object, once"},
 		{plainHTTP, []string{"kubelet-ca-file", "insecure-skip-tls-verify", "kubelet-tls-server-name", "http1"}, "http:// has no TLS (and no HTTP/2)"},
 		{auth != kubeletclient.AuthToken && auth != kubeletclient.AuthAuto, []string{"token-file"}, "only --auth=token (or auto) reads a token file"},
 		{auth != kubeletclient.AuthServiceAccount && auth != kubeletclient.AuthAuto, []string{"service-account"}, "only --auth=serviceaccount (or auto, outside a pod) requests a token"},

@@ -464,3 +464,45 @@ func TestErrorMessages(t *testing.T) {
 		assert.Contains(t, err.Error(), "500 Internal Server Error: failed to list pods: the pod manager is not ready")
 	})
 }
+
+// doctor: one line per check, the fix for the first failure, -o json, and a non-zero exit when
+// a check fails.
+func TestDoctorCommand(t *testing.T) {
+	e := newEnv(t)
+	kc := e.apiserver.Kubeconfig(t, e.pki, fakecluster.User{Token: kubeconfigToken})
+	e.apiserver.User(mintedToken, "system:serviceaccount:kubelet-reader:kubelet-reader", "get nodes/pods")
+
+	stdout, stderr, err := e.run(t, "doctor", "--kubeconfig", kc, "--node", "n1")
+	require.NoError(t, err, stderr)
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	require.Len(t, lines, 7, stdout)
+	assert.Regexp(t, `^NODE +CHECK +RESULT +DETAIL$`, lines[0])
+	for i, check := range []string{"discovery", "dns/tcp", "tls", "credentials", "permissions", "fetch"} {
+		assert.Regexp(t, `^n1 +`+check+` +ok +`, lines[i+1])
+	}
+	assert.Contains(t, stdout, "the kubelet will see system:serviceaccount:kubelet-reader:kubelet-reader")
+	assert.Contains(t, stdout, "get nodes/pods: yes; get nodes/proxy: no")
+	assert.Empty(t, stderr)
+
+	other := fakecluster.NewPKI(t)
+	stdout, stderr, err = e.run(t, "doctor", "--kubeconfig", kc, "--node", "n1", "--kubelet-ca-file", other.CAFile)
+	require.Error(t, err)
+	assert.Equal(t, "2 checks failed", err.Error(), "tls and fetch")
+	assert.Regexp(t, `n1 +tls +FAIL +SANs \[127.0.0.1\]`, stdout)
+	assert.Equal(t, "fix (n1, tls): not signed by the CA the client trusts: --kubelet-ca-file=<the CA of the kubelets' serving certificates>\n", stderr,
+		"one fix, for the first failure")
+
+	stdout, _, err = e.run(t, "doctor", "--kubeconfig", kc, "--node", "n1", "-o", "json")
+	require.NoError(t, err)
+	var checks []map[string]string
+	require.NoError(t, json.Unmarshal([]byte(stdout), &checks))
+	require.Len(t, checks, 6)
+	assert.Equal(t, map[string]string{"node": "n1", "check": "permissions", "verdict": "ok", "detail": "get nodes/pods: yes; get nodes/proxy: no"}, checks[4])
+
+	_, _, err = e.run(t, "doctor", "--kubeconfig", kc, "--kubelet-url", e.kubelet.URL)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--kubelet-url would have no effect here")
+	for _, secret := range []string{mintedToken, kubeconfigToken} {
+		assert.NotContains(t, stdout, secret)
+	}
+}

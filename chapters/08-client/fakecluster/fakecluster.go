@@ -16,6 +16,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -50,7 +52,7 @@ type Recorder struct {
 	inFlight, maxInFlight int
 }
 
-func (r *Recorder) begin(req *http.Request) func() {
+func (r *Recorder) begin(req *http.Request) (Request, func()) {
 	body, _ := io.ReadAll(req.Body)
 	rec := Request{Method: req.Method, Path: req.URL.Path, Query: req.URL.RawQuery, Authorization: req.Header.Get("Authorization"), TLS: req.TLS != nil, Body: body}
 	if obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, nil); err == nil {
@@ -66,7 +68,7 @@ func (r *Recorder) begin(req *http.Request) func() {
 	r.inFlight++
 	r.maxInFlight = max(r.maxInFlight, r.inFlight)
 	r.mu.Unlock()
-	return func() {
+	return rec, func() {
 		r.mu.Lock()
 		r.inFlight--
 		r.mu.Unlock()
@@ -192,7 +194,8 @@ func (k *Kubelet) Answer(status int, body string, delay time.Duration, headers m
 }
 
 func (k *Kubelet) serve(w http.ResponseWriter, req *http.Request) {
-	defer k.begin(req)()
+	_, done := k.begin(req)
+	defer done()
 	k.mu.Lock()
 	status, body, delay, pods, headers := k.status, k.body, k.delay, k.pods, k.headers
 	k.mu.Unlock()
@@ -229,14 +232,17 @@ type APIServer struct {
 	nodes []corev1.Node
 	// tokens minted, by "namespace/name"; a ServiceAccount not in the map does not exist.
 	serviceAccounts map[string]string
-	tokenStatus     int
 	proxy           http.HandlerFunc
+	// users maps bearer tokens to user names, for SelfSubjectReview; allow lists what each
+	// user may do, as "get nodes/pods", for SelfSubjectAccessReview.
+	users map[string]string
+	allow map[string][]string
 }
 
 // NewAPIServer starts a fake apiserver with TLS from p; the test's cleanup stops it.
 func NewAPIServer(t testing.TB, p *PKI) *APIServer {
 	t.Helper()
-	a := &APIServer{Recorder: &Recorder{}, serviceAccounts: map[string]string{}}
+	a := &APIServer{Recorder: &Recorder{}, serviceAccounts: map[string]string{}, users: map[string]string{}, allow: map[string][]string{}}
 	a.Server = httptest.NewUnstartedServer(http.HandlerFunc(a.serve))
 	a.Server.Config.ErrorLog = quiet
 	a.Server.TLS = p.ServingConfig(t, "127.0.0.1")
@@ -259,6 +265,13 @@ func (a *APIServer) ServiceAccount(namespaceName, token string) {
 	a.serviceAccounts[namespaceName] = token
 }
 
+// User makes a bearer token authenticate as user, allowed the given "verb resource/subresource".
+func (a *APIServer) User(token, user string, allow ...string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.users[token], a.allow[user] = user, allow
+}
+
 // Proxy sets the handler of /api/v1/nodes/NAME/proxy/...
 func (a *APIServer) Proxy(h http.HandlerFunc) {
 	a.mu.Lock()
@@ -275,7 +288,8 @@ func Node(name string, port int, extra ...corev1.NodeAddress) corev1.Node {
 }
 
 func (a *APIServer) serve(w http.ResponseWriter, req *http.Request) {
-	defer a.begin(req)()
+	rec, done := a.begin(req)
+	defer done()
 	a.mu.Lock()
 	nodes, proxy := a.nodes, a.proxy
 	a.mu.Unlock()
@@ -311,9 +325,46 @@ func (a *APIServer) serve(w http.ResponseWriter, req *http.Request) {
 		tr.Status.Token = token
 		tr.Status.ExpirationTimestamp = metav1.NewTime(time.Now().Add(10 * time.Minute))
 		writeJSON(w, http.StatusCreated, tr)
+	case req.URL.Path == "/apis/authentication.k8s.io/v1/selfsubjectreviews":
+		user, ok := a.user(req)
+		if !ok {
+			writeStatus(w, http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "Unauthorized")
+			return
+		}
+		review := authenticationv1.SelfSubjectReview{TypeMeta: metav1.TypeMeta{Kind: "SelfSubjectReview", APIVersion: "authentication.k8s.io/v1"}}
+		review.Status.UserInfo = authenticationv1.UserInfo{Username: user, Groups: []string{"system:authenticated"}}
+		writeJSON(w, http.StatusCreated, review)
+	case req.URL.Path == "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews":
+		user, ok := a.user(req)
+		if !ok {
+			writeStatus(w, http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "Unauthorized")
+			return
+		}
+		review := &authorizationv1.SelfSubjectAccessReview{}
+		if obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(rec.Body, nil, nil); err == nil {
+			if r, ok := obj.(*authorizationv1.SelfSubjectAccessReview); ok {
+				review = r
+			}
+		}
+		if ra := review.Spec.ResourceAttributes; ra != nil {
+			a.mu.Lock()
+			review.Status.Allowed = slices.Contains(a.allow[user], ra.Verb+" "+ra.Resource+"/"+ra.Subresource)
+			a.mu.Unlock()
+		}
+		review.TypeMeta = metav1.TypeMeta{Kind: "SelfSubjectAccessReview", APIVersion: "authorization.k8s.io/v1"}
+		writeJSON(w, http.StatusCreated, review)
+	case req.URL.Path == "/apis/certificates.k8s.io/v1/certificatesigningrequests":
+		writeJSON(w, http.StatusOK, map[string]any{"kind": "CertificateSigningRequestList", "apiVersion": "certificates.k8s.io/v1", "metadata": map[string]any{}, "items": []any{}})
 	default:
 		writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, "the fake apiserver does not serve "+req.URL.Path)
 	}
+}
+
+func (a *APIServer) user(req *http.Request) (string, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	user, ok := a.users[strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer ")]
+	return user, ok
 }
 
 var quiet = log.New(io.Discard, "", 0)

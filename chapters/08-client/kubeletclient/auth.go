@@ -106,6 +106,7 @@ func (c *Client) resolveAuth(cfg *rest.Config, apiserver *rest.Config) (credenti
 			return credentials{}, err
 		}
 		cfg.Wrap(minted.wrap)
+		c.minted = minted
 		return credentials{mode, fmt.Sprintf("a %s token of the ServiceAccount %s (TokenRequest)", ServiceAccountTokenTTL, o.ServiceAccount)}, nil
 	case AuthKubeconfig:
 		if apiserver == nil {

@@ -79,6 +79,9 @@ type Client struct {
 	nodes     nodeSource           // nil without a kubeconfig
 	kubelet   *http.Client         // nil with ViaAPIServer
 	creds     credentials
+	minted    *mintedToken // with AuthServiceAccount
+	// The configurations behind apiserver and kubelet, for Doctor.
+	apiserverREST, kubeletREST *rest.Config
 	// Credentials says, for the log and the reader, which credentials the kubelet gets.
 	Credentials string
 }
@@ -115,7 +118,7 @@ func New(apiserver *rest.Config, opts Options) (*Client, error) {
 	default:
 		return nil, fmt.Errorf("unknown --via %q: use kubelet, apiserver or auto", opts.Via)
 	}
-	c := &Client{opts: opts}
+	c := &Client{opts: opts, apiserverREST: apiserver}
 	if apiserver != nil {
 		cs, err := kubernetes.NewForConfig(withTimeout(apiserver, opts.Timeout))
 		if err != nil {
@@ -136,6 +139,7 @@ func New(apiserver *rest.Config, opts Options) (*Client, error) {
 	if explicitServiceAccount && c.creds.mode != AuthServiceAccount {
 		return nil, fmt.Errorf("a ServiceAccount (%s) was named, but no token is requested: the credentials are %s", opts.ServiceAccount, c.Credentials)
 	}
+	c.kubeletREST = cfg
 	rt, err := rest.TransportFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubelet transport: %w", err)
@@ -238,6 +242,14 @@ func (c *Client) Node(ctx context.Context, name string) (*corev1.Node, error) {
 		return nil, fmt.Errorf("read node %s: %w", name, err)
 	}
 	return n, nil
+}
+
+// Nodes lists the Nodes (one LIST, or none once WatchNodes runs).
+func (c *Client) Nodes(ctx context.Context) ([]corev1.Node, error) {
+	if c.nodes == nil {
+		return nil, errors.New("listing nodes needs a kubeconfig")
+	}
+	return c.nodes.list(ctx)
 }
 
 // Endpoint finds a node's kubelet through the apiserver.
