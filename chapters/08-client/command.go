@@ -42,6 +42,9 @@ type clientOptions struct {
 	now         func() time.Time
 	// doctor is set by the doctor subcommand.
 	doctor bool
+	watch  bool
+	// watcher remembers the last poll, with --watch.
+	watcher *watcher
 }
 
 // NewClientCommand builds the chapter's command.
@@ -89,6 +92,7 @@ func newClientCommand(ctx context.Context, o *clientOptions) *cobra.Command {
 	f.DurationVar(&o.opts.AllNodesTimeout, "all-nodes-timeout", time.Minute, "with --all-nodes, how long to wait for all answers")
 	f.BoolVar(&o.opts.HTTP1, "http1", false, "do not negotiate HTTP/2")
 	f.DurationVar(&o.interval, "interval", 0, "ask again at this interval until stopped, as an agent polls (0: once)")
+	f.BoolVarP(&o.watch, "watch", "w", false, "print what changed between polls (ADD, UPDATE, REMOVE), as an agent's pod cache sees it; polls every --interval (default 10s)")
 	// Where a pod's token and CA are mounted. Hidden: its use is tests that must not read the
 	// machine's own /var/run/secrets.
 	f.StringVar(&o.opts.ServiceAccountDir, "service-account-dir", o.opts.ServiceAccountDir, "directory of the pod's ServiceAccount token and ca.crt")
@@ -134,6 +138,15 @@ func (o *clientOptions) complete(flags *pflag.FlagSet) error {
 	if err := o.noIgnoredFlags(flags); err != nil {
 		return err
 	}
+	if o.watch {
+		if o.output != "table" {
+			return fmt.Errorf("--watch prints changes, one line each; -o %s has no effect with it. Drop one", o.output)
+		}
+		if o.interval <= 0 {
+			o.interval = 10 * time.Second
+		}
+		o.watcher = &watcher{}
+	}
 	if !flags.Changed("service-account") {
 		o.opts.ServiceAccount = "" // the library's default, and no "ignored" complaint from it
 	}
@@ -157,7 +170,7 @@ func (o *clientOptions) noIgnoredFlags(flags *pflag.FlagSet) error {
 		{o.kubeletURL != "", []string{"kubelet-port", "kubelet-preferred-address-types"}, "--kubelet-url already says where the kubelet is"},
 		{o.kubeletURL != "" && o.opts.Via != kubeletclient.ViaKubelet && flags.Changed("via"), []string{"via"}, "--kubelet-url asks that URL only, with no proxy to fall back to"},
 		{!o.allNodes || o.doctor, []string{"concurrency", "all-nodes-timeout"}, "they bound --all-nodes' fetch"},
-		{o.doctor, []string{"kubelet-url", "interval"}, "doctor starts from the Node object, once"},
+		{o.doctor, []string{"kubelet-url", "interval", "watch"}, "doctor starts from the Node object, once"},
 		{plainHTTP, []string{"kubelet-ca-file", "insecure-skip-tls-verify", "kubelet-tls-server-name", "http1"}, "http:// has no TLS (and no HTTP/2)"},
 		{auth != kubeletclient.AuthToken && auth != kubeletclient.AuthAuto, []string{"token-file"}, "only --auth=token (or auto) reads a token file"},
 		{auth != kubeletclient.AuthServiceAccount && auth != kubeletclient.AuthAuto, []string{"service-account"}, "only --auth=serviceaccount (or auto, outside a pod) requests a token"},
@@ -246,14 +259,28 @@ func (o *clientOptions) run(ctx context.Context) error {
 	}
 }
 
-// fetch asks the kubelet(s) once and prints the pods.
+// fetch asks the kubelet(s) once and prints the pods — or, with --watch, what changed.
 func (o *clientOptions) fetch(ctx context.Context, client *kubeletclient.Client) error {
-	var err error
+	rows, via, answered, err := o.collect(ctx, client)
+	if rows == nil && err != nil {
+		return err
+	}
+	if o.watcher != nil {
+		o.watcher.report(o.out, rows, answered)
+	} else if perr := o.print(rows, via); perr != nil {
+		return perr
+	}
+	return err
+}
+
+// collect asks the kubelet(s) once. It returns the pods, the way each node was reached, which
+// nodes answered, and an error when any kubelet failed (rows is nil when the only one did).
+func (o *clientOptions) collect(ctx context.Context, client *kubeletclient.Client) (rows []podtable.Row, via map[string]string, answered map[string]bool, err error) {
 	var results []kubeletclient.Result
 	switch {
 	case o.allNodes:
 		if results, err = client.AllNodes(ctx, o.concurrency); err != nil {
-			return err
+			return nil, nil, nil, err
 		}
 	case o.kubeletURL != "":
 		r := client.FetchURL(ctx, o.kubeletURL)
@@ -267,11 +294,11 @@ func (o *clientOptions) fetch(ctx context.Context, client *kubeletclient.Client)
 		if r := results[0]; r.FellBack != nil {
 			fmt.Fprintf(o.errOut, "note: the kubelet of %s could not be reached (%s); the apiserver's node proxy was asked instead, and failed too.\n", r.Node, redactText(firstLine(r.FellBack)))
 		}
-		return results[0].Err // one kubelet asked: its error is the command's
+		return nil, nil, nil, results[0].Err // one kubelet asked: its error is the command's
 	}
 	var failed []string
-	var rows []podtable.Row
-	via := map[string]string{}
+	rows = []podtable.Row{}
+	via, answered = map[string]string{}, map[string]bool{}
 	for _, r := range results {
 		if r.FellBack != nil {
 			fmt.Fprintf(o.errOut, "note: the kubelet of %s could not be reached (%s); fetched through the apiserver's node proxy instead.\n", r.Node, redactText(firstLine(r.FellBack)))
@@ -282,18 +309,15 @@ func (o *clientOptions) fetch(ctx context.Context, client *kubeletclient.Client)
 			continue
 		}
 		klog.FromContext(ctx).V(2).Info("Fetched", "node", r.Node, "via", r.Via, "url", r.URL, "serverName", r.ServerName, "protocol", r.Protocol, "pods", len(r.Pods))
-		via[r.Node] = r.Via
+		via[r.Node], answered[r.Node] = r.Via, true
 		for i := range r.Pods {
 			rows = append(rows, podtable.Row{Node: r.Node, Pod: &r.Pods[i]})
 		}
 	}
-	if err := o.print(rows, via); err != nil {
-		return err
-	}
 	if len(failed) > 0 {
-		return fmt.Errorf("%d of %d kubelets failed: %s", len(failed), len(results), strings.Join(failed, ", "))
+		err = fmt.Errorf("%d of %d kubelets failed: %s", len(failed), len(results), strings.Join(failed, ", "))
 	}
-	return nil
+	return rows, via, answered, err
 }
 
 func (o *clientOptions) print(rows []podtable.Row, via map[string]string) error {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -505,4 +506,75 @@ func TestDoctorCommand(t *testing.T) {
 	for _, secret := range []string{mintedToken, kubeconfigToken} {
 		assert.NotContains(t, stdout, secret)
 	}
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// --watch prints what changed between polls, as an agent's pod cache sees it.
+func TestWatch(t *testing.T) {
+	web := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "w-1"}}
+	web.Spec.Containers = []corev1.Container{{Name: "main", Image: "x"}}
+	web.Status.Phase = corev1.PodRunning
+	web.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+	e := newEnv(t, web)
+	kc := e.apiserver.Kubeconfig(t, e.pki, fakecluster.User{Token: kubeconfigToken})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel) // before the servers close: their Close waits for the informer's watch
+	o := &clientOptions{now: func() time.Time { return testNow }}
+	o.opts.ServiceAccountDir = e.serviceAccountDir
+	cmd := newClientCommand(ctx, o)
+	var out, errOut syncBuffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SetArgs([]string{"--kubeconfig", kc, "--node", "n1", "--watch", "--interval", "20ms"})
+	done := make(chan error)
+	go func() { done <- cmd.Execute() }()
+	waitFor := func(line string) {
+		t.Helper()
+		require.Eventually(t, func() bool { return strings.Contains(out.String()+errOut.String(), line) }, 10*time.Second, 10*time.Millisecond,
+			"waiting for %q in:\n%s\n%s", line, out.String(), errOut.String())
+	}
+
+	waitFor("ADD    n1 default/web 1/1 Running 0\n")
+	crashing := crashLooping()
+	crashing.Name, crashing.UID = "web", "w-1"
+	e.kubelet.SetPods(crashing)
+	waitFor("UPDATE n1 default/web READY 1/1 → 0/1, STATUS Running → CrashLoopBackOff, RESTARTS 0 → 7, IP <none> → 10.0.0.7\n")
+	e.kubelet.Answer(http.StatusServiceUnavailable, "busy", 0, nil) // a kubelet that does not answer removes nothing
+	waitFor("503 Service Unavailable: busy")
+	e.kubelet.Answer(0, "", 0, nil)
+	e.kubelet.SetPods()
+	waitFor("REMOVE n1 default/web\n")
+	cancel()
+	require.NoError(t, <-done)
+	assert.Equal(t, 1, strings.Count(out.String(), "REMOVE"), "removed once, not while its kubelet failed:\n%s", out.String())
+	assert.Equal(t, 3, strings.Count(out.String(), "\n"), "one line per change, nothing for polls that changed nothing:\n%s", out.String())
+	var watches int
+	for _, req := range e.apiserver.Requests() {
+		assert.NotEqual(t, "/api/v1/nodes/n1", req.Path, "no GET per poll: the informer answers")
+		if strings.Contains(req.Query, "watch=true") {
+			watches++
+		}
+	}
+	assert.Equal(t, 1, watches, "one watch for the whole run")
+
+	_, _, err := e.run(t, "--kubeconfig", kc, "--node", "n1", "--watch", "-o", "json")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--watch prints changes, one line each; -o json has no effect with it")
 }

@@ -185,6 +185,13 @@ func NewKubelet(t testing.TB, opts KubeletOptions) *Kubelet {
 	return k
 }
 
+// SetPods replaces the pods served on /pods.
+func (k *Kubelet) SetPods(pods ...corev1.Pod) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.pods = pods
+}
+
 // Answer makes the kubelet answer /pods with status and a plain-text body (as the kubelet
 // writes its errors), after delay.
 func (k *Kubelet) Answer(status int, body string, delay time.Duration, headers map[string]string) {
@@ -295,6 +302,8 @@ func (a *APIServer) serve(w http.ResponseWriter, req *http.Request) {
 	a.mu.Unlock()
 	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
 	switch {
+	case req.URL.Path == "/api/v1/nodes" && req.URL.Query().Get("watch") == "true":
+		a.watchNodes(w, req, nodes)
 	case req.URL.Path == "/api/v1/nodes" && req.Method == http.MethodGet:
 		list := corev1.NodeList{Items: nodes}
 		list.Kind, list.APIVersion, list.ResourceVersion = "NodeList", "v1", "1"
@@ -358,6 +367,28 @@ func (a *APIServer) serve(w http.ResponseWriter, req *http.Request) {
 	default:
 		writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, "the fake apiserver does not serve "+req.URL.Path)
 	}
+}
+
+// watchNodes is a watch that never changes: with sendInitialEvents (client-go's watch-list),
+// the Nodes as ADDED events and the bookmark that ends them; then nothing until the client
+// goes away.
+func (a *APIServer) watchNodes(w http.ResponseWriter, req *http.Request, nodes []corev1.Node) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	enc := json.NewEncoder(w)
+	if req.URL.Query().Get("sendInitialEvents") == "true" {
+		for _, n := range nodes {
+			n.ResourceVersion = "1"
+			_ = enc.Encode(map[string]any{"type": "ADDED", "object": n})
+		}
+		bookmark := corev1.Node{TypeMeta: metav1.TypeMeta{Kind: "Node", APIVersion: "v1"},
+			ObjectMeta: metav1.ObjectMeta{ResourceVersion: "1", Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}}
+		_ = enc.Encode(map[string]any{"type": "BOOKMARK", "object": bookmark})
+	}
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+	<-req.Context().Done()
 }
 
 func (a *APIServer) user(req *http.Request) (string, bool) {
