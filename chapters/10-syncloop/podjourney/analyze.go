@@ -293,15 +293,16 @@ func (ev *Evidence) Chain(g xtrace.GoID, t xtrace.Time, at Stack, stop func(xtra
 		if !ok {
 			break
 		}
+		if stop != nil && stop(e.From) {
+			chain = append(chain, e)
+			break
+		}
 		if seen[e.From] {
 			// a goroutine of the chain again: a receiver that woke the sender it was
 			// waiting for. The story starts at the send.
 			break
 		}
 		chain = append(chain, e)
-		if stop != nil && stop(e.From) {
-			break
-		}
 		seen[e.From] = true
 		g, t, at = e.From, e.Time, e.Stack
 	}

@@ -1,0 +1,177 @@
+package podjourney
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
+)
+
+// notePath is the note whose table of steps this package's live run must follow.
+const notePath = "../../../notes/10-syncloop.md"
+
+// step is one row of the note's table "The journey, step by step".
+type step struct {
+	row                                 string
+	phase, actor, verb, object, through string
+}
+
+// noteSteps reads the table of the note's section "## The journey, step by step": one row per
+// step, | # | phase | goroutine | does | what | through |, code spans for names.
+func noteSteps(t *testing.T) []step {
+	t.Helper()
+	data, err := os.ReadFile(notePath)
+	require.NoError(t, err)
+	_, section, found := strings.Cut(string(data), "\n## The journey, step by step\n")
+	require.True(t, found, "%s has a section \"The journey, step by step\"", notePath)
+	section, _, _ = strings.Cut(section, "\n## ")
+	var steps []step
+	for _, line := range strings.Split(section, "\n") {
+		if !strings.HasPrefix(line, "| ") || strings.HasPrefix(line, "| #") || strings.HasPrefix(line, "| ---") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "| "), "|")
+		require.Len(t, cells, 6, "a row of six cells: %s", line)
+		clean := func(i int) string {
+			c := strings.Trim(strings.TrimSpace(cells[i]), "`")
+			if c == "—" {
+				return ""
+			}
+			return c
+		}
+		steps = append(steps, step{row: line, phase: clean(1), actor: clean(2), verb: clean(3), object: clean(4), through: clean(5)})
+	}
+	require.NotEmpty(t, steps, "the note's table has rows")
+	return steps
+}
+
+func (s step) matches(e Entry) bool {
+	return e.Phase == s.phase && e.Actor == s.actor && e.Verb == s.verb &&
+		(s.object == "" || e.Object == s.object) && (s.through == "" || e.Stack.Has(s.through))
+}
+
+// TestJourneyFollowsTheNote runs the journey against the real kubelet and checks that every
+// step of the note's table happened, in the note's order, with the goroutine, the action and a
+// frame the note names. The note cannot drift from the code: when the kubelet moves, this fails.
+func TestJourneyFollowsTheNote(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the real kubelet")
+	}
+	steps := noteSteps(t)
+	_, restore, err := kubeletlog.ToFile("")
+	require.NoError(t, err)
+	defer restore()
+
+	rec, err := Record(context.Background(), Options{})
+	require.NoError(t, err)
+	ev, err := ReadEvidence(rec.Trace)
+	require.NoError(t, err)
+	j, err := Build(rec, ev)
+	require.NoError(t, err)
+	require.NotEmpty(t, rec.UIDs[0])
+	require.NotEmpty(t, rec.UIDs[1])
+	assert.NotEqual(t, rec.UIDs[0], rec.UIDs[1], "an edit gives the static pod a new UID")
+
+	next := 0
+	for _, s := range steps {
+		found := false
+		for i := next; i < len(j.Entries); i++ {
+			if s.matches(j.Entries[i]) {
+				next, found = i+1, true
+				break
+			}
+		}
+		if !assert.True(t, found, "the note's step %q is not in the live journey after step %d", s.row, next) {
+			var b strings.Builder
+			require.NoError(t, j.Print(&b))
+			t.Logf("the live journey:\n%s", b.String())
+			break
+		}
+	}
+}
+
+func frames(spec ...string) Stack {
+	var s Stack
+	for i := 0; i+1 < len(spec); i += 2 {
+		line := 0
+		for _, r := range spec[i+1] {
+			line = line*10 + int(r-'0')
+		}
+		s = append(s, Frame{Func: spec[i], Line: line})
+	}
+	return s
+}
+
+func TestResumes(t *testing.T) {
+	// The sync loop, created by the pod worker's UpdatePod call, innermost first.
+	at := frames("UpdatePod", "973", "HandlePodAdditions", "2944", "syncLoopIteration", "2765", "syncLoop", "2707", "Run", "2001")
+	tests := []struct {
+		name    string
+		blocked Stack
+		want    bool
+	}{
+		{"waiting in the select the call came out of", frames("syncLoopIteration", "2749", "syncLoop", "2707", "Run", "2001"), true},
+		{"waiting inside a helper of the handler", frames("NodeAddress", "164", "HandlePodAdditions", "2923", "syncLoopIteration", "2765", "syncLoop", "2707", "Run", "2001"), false},
+		{"an outer frame at another line", frames("syncLoopIteration", "2749", "syncLoop", "2699", "Run", "2001"), false},
+		{"another goroutine's function", frames("listen", "79"), false},
+		{"nothing known", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, resumes(tt.blocked, at))
+		})
+	}
+}
+
+func TestBalanced(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"handler.HandlePodAdditions(ctx, u.Pods)", "handler.HandlePodAdditions(ctx, u.Pods)"},
+		{"go wait.Forever(func() {", "go wait.Forever"},
+		{"}, retryPeriod)", "}, retryPeriod"},
+		{"select {", "select {"},
+		{"kl.podWorkers.UpdatePod(ctx, UpdatePodOptions{", "kl.podWorkers.UpdatePod"},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, balanced(tt.in), tt.in)
+	}
+}
+
+func TestNames(t *testing.T) {
+	assert.Equal(t, "kubelet.(*Kubelet).Run", shortFunc("k8s.io/kubernetes/pkg/kubelet.(*Kubelet).Run"))
+	assert.Equal(t, "fsnotify.(*inotify).readEvents", shortFunc("github.com/fsnotify/fsnotify.(*inotify).readEvents"))
+	assert.Equal(t, "config.newSourceFile.func1", shortFunc("k8s.io/kubernetes/pkg/kubelet/config.newSourceFile.func1"))
+	assert.Equal(t, "pkg/kubelet/kubelet.go", relativeFile("/root/go/pkg/mod/k8s.io/kubernetes@v1.37.2/pkg/kubelet/kubelet.go"))
+	assert.Equal(t, "pkg/kubelet/kubelet.go", relativeFile("k8s.io/kubernetes@v1.37.2/pkg/kubelet/kubelet.go"))
+	assert.Equal(t, "github.com/fsnotify/fsnotify@v1.9.0/shared.go", relativeFile("/root/go/pkg/mod/github.com/fsnotify/fsnotify@v1.9.0/shared.go"))
+	assert.False(t, teaching("/usr/local/go/src/runtime/chan.go"))
+	assert.False(t, teaching("/root/go/pkg/mod/google.golang.org/grpc@v1.82.1/stream.go"))
+	assert.True(t, teaching("/root/go/pkg/mod/k8s.io/kubernetes@v1.37.2/pkg/kubelet/kubelet.go"))
+}
+
+// TestSelectCase reads the pinned kubelet source: which case of syncLoopIteration's select
+// (and of the switch inside it) holds a line.
+func TestSelectCase(t *testing.T) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "k8s.io/kubernetes").Output()
+	require.NoError(t, err)
+	file := filepath.Join(strings.TrimSpace(string(out)), "pkg/kubelet/kubelet.go")
+	tests := []struct {
+		line int
+		want string
+	}{
+		{2765, "case u, open := <-configCh → case kubetypes.ADD"},
+		{2771, "case u, open := <-configCh → case kubetypes.REMOVE"},
+		{2789, "case e := <-plegCh"},
+		{2749, ""}, // the select itself
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, selectCase(Frame{Abs: file, Line: tt.line}), "line %d", tt.line)
+	}
+	assert.Equal(t, "", selectCase(Frame{Abs: filepath.Join(t.TempDir(), "gone.go"), Line: 1}), "no source, no case")
+}
