@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -41,8 +43,9 @@ type clientOptions struct {
 	out, errOut io.Writer
 	now         func() time.Time
 	// doctor is set by the doctor subcommand.
-	doctor bool
-	watch  bool
+	doctor   bool
+	watch    bool
+	endpoint string
 	// watcher remembers the last poll, with --watch.
 	watcher *watcher
 }
@@ -92,6 +95,7 @@ func newClientCommand(ctx context.Context, o *clientOptions) *cobra.Command {
 	f.DurationVar(&o.opts.AllNodesTimeout, "all-nodes-timeout", time.Minute, "with --all-nodes, how long to wait for all answers")
 	f.BoolVar(&o.opts.HTTP1, "http1", false, "do not negotiate HTTP/2")
 	f.DurationVar(&o.interval, "interval", 0, "ask again at this interval until stopped, as an agent polls (0: once)")
+	f.StringVar(&o.endpoint, "endpoint", "pods", "what to read: pods, runningpods, stats/summary, metrics/resource, configz or healthz (each needs its own permission: nodes/pods, nodes/stats, nodes/metrics, nodes/configz, nodes/healthz)")
 	f.BoolVarP(&o.watch, "watch", "w", false, "print what changed between polls (ADD, UPDATE, REMOVE), as an agent's pod cache sees it; polls every --interval (default 10s)")
 	// Where a pod's token and CA are mounted. Hidden: its use is tests that must not read the
 	// machine's own /var/run/secrets.
@@ -138,6 +142,15 @@ func (o *clientOptions) complete(flags *pflag.FlagSet) error {
 	if err := o.noIgnoredFlags(flags); err != nil {
 		return err
 	}
+	ep, ok := kubeletclient.ReadEndpoints[o.endpoint]
+	switch {
+	case !ok:
+		return fmt.Errorf("unknown --endpoint %q: use pods, runningpods, stats/summary, metrics/resource, configz or healthz", o.endpoint)
+	case !ep.Pods && flags.Changed("output"):
+		return fmt.Errorf("-o would have no effect here: --endpoint=%s is printed as the kubelet wrote it. Drop it", o.endpoint)
+	case !ep.Pods && o.watch:
+		return fmt.Errorf("--watch follows pods; --endpoint=%s is not a pod list. Drop one", o.endpoint)
+	}
 	if o.watch {
 		if o.output != "table" {
 			return fmt.Errorf("--watch prints changes, one line each; -o %s has no effect with it. Drop one", o.output)
@@ -170,7 +183,7 @@ func (o *clientOptions) noIgnoredFlags(flags *pflag.FlagSet) error {
 		{o.kubeletURL != "", []string{"kubelet-port", "kubelet-preferred-address-types"}, "--kubelet-url already says where the kubelet is"},
 		{o.kubeletURL != "" && o.opts.Via != kubeletclient.ViaKubelet && flags.Changed("via"), []string{"via"}, "--kubelet-url asks that URL only, with no proxy to fall back to"},
 		{!o.allNodes || o.doctor, []string{"concurrency", "all-nodes-timeout"}, "they bound --all-nodes' fetch"},
-		{o.doctor, []string{"kubelet-url", "interval", "watch"}, "doctor starts from the Node object, once"},
+		{o.doctor, []string{"kubelet-url", "interval", "watch", "endpoint"}, "doctor starts from the Node object, once, and reads /pods"},
 		{plainHTTP, []string{"kubelet-ca-file", "insecure-skip-tls-verify", "kubelet-tls-server-name", "http1"}, "http:// has no TLS (and no HTTP/2)"},
 		{auth != kubeletclient.AuthToken && auth != kubeletclient.AuthAuto, []string{"token-file"}, "only --auth=token (or auto) reads a token file"},
 		{auth != kubeletclient.AuthServiceAccount && auth != kubeletclient.AuthAuto, []string{"service-account"}, "only --auth=serviceaccount (or auto, outside a pod) requests a token"},
@@ -261,6 +274,9 @@ func (o *clientOptions) run(ctx context.Context) error {
 
 // fetch asks the kubelet(s) once and prints the pods — or, with --watch, what changed.
 func (o *clientOptions) fetch(ctx context.Context, client *kubeletclient.Client) error {
+	if !kubeletclient.ReadEndpoints[o.endpoint].Pods {
+		return o.raw(ctx, client)
+	}
 	rows, via, answered, err := o.collect(ctx, client)
 	if rows == nil && err != nil {
 		return err
@@ -273,21 +289,65 @@ func (o *clientOptions) fetch(ctx context.Context, client *kubeletclient.Client)
 	return err
 }
 
+// ask asks the kubelet(s) once for --endpoint.
+func (o *clientOptions) ask(ctx context.Context, client *kubeletclient.Client) ([]kubeletclient.Result, error) {
+	ep := kubeletclient.ReadEndpoints[o.endpoint]
+	switch {
+	case o.allNodes:
+		return client.GetAllNodes(ctx, o.concurrency, ep)
+	case o.kubeletURL != "":
+		r := client.GetURL(ctx, o.kubeletURL, ep)
+		r.Node = o.node
+		return []kubeletclient.Result{r}, nil
+	default:
+		return []kubeletclient.Result{client.Get(ctx, o.node, ep)}, nil
+	}
+}
+
+// raw prints, for an endpoint that is not a pod list, each answer as the kubelet wrote it
+// (JSON indented), under a "==> NODE <==" line when several nodes answered.
+func (o *clientOptions) raw(ctx context.Context, client *kubeletclient.Client) error {
+	results, err := o.ask(ctx, client)
+	if err != nil {
+		return err
+	}
+	if len(results) == 1 && results[0].Err != nil {
+		return results[0].Err
+	}
+	var failed []string
+	for _, r := range results {
+		if r.Err != nil {
+			failed = append(failed, r.Node)
+			fmt.Fprintf(o.errOut, "error: node %s: %v\n", r.Node, redact(r.Err))
+			continue
+		}
+		if len(results) > 1 {
+			fmt.Fprintf(o.out, "==> %s <==\n", r.Node)
+		}
+		body := r.Body
+		var indented bytes.Buffer
+		if json.Indent(&indented, body, "", "  ") == nil {
+			body = indented.Bytes()
+		}
+		if _, err := o.out.Write(body); err != nil {
+			return err
+		}
+		if len(body) > 0 && body[len(body)-1] != '\n' {
+			fmt.Fprintln(o.out)
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d kubelets failed: %s", len(failed), len(results), strings.Join(failed, ", "))
+	}
+	return nil
+}
+
 // collect asks the kubelet(s) once. It returns the pods, the way each node was reached, which
 // nodes answered, and an error when any kubelet failed (rows is nil when the only one did).
 func (o *clientOptions) collect(ctx context.Context, client *kubeletclient.Client) (rows []podtable.Row, via map[string]string, answered map[string]bool, err error) {
-	var results []kubeletclient.Result
-	switch {
-	case o.allNodes:
-		if results, err = client.AllNodes(ctx, o.concurrency); err != nil {
-			return nil, nil, nil, err
-		}
-	case o.kubeletURL != "":
-		r := client.FetchURL(ctx, o.kubeletURL)
-		r.Node = o.node
-		results = []kubeletclient.Result{r}
-	default:
-		results = []kubeletclient.Result{client.Pods(ctx, o.node)}
+	results, err := o.ask(ctx, client)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 
 	if len(results) == 1 && results[0].Err != nil {

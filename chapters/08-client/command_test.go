@@ -578,3 +578,40 @@ func TestWatch(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "--watch prints changes, one line each; -o json has no effect with it")
 }
+
+// The other read endpoints print what the kubelet wrote: JSON indented, one block per node.
+func TestReadEndpointOutput(t *testing.T) {
+	e := newEnv(t)
+	kc := e.apiserver.Kubeconfig(t, e.pki, fakecluster.User{Token: kubeconfigToken})
+	e.apiserver.SetNodes(fakecluster.Node("n1", e.kubelet.Port), fakecluster.Node("n2", e.kubelet.Port))
+	token := fakecluster.TokenFile(t, fileToken)
+
+	stdout, _, err := e.run(t, "--kubeconfig", kc, "--node", "n1", "--token-file", token, "--endpoint", "healthz")
+	require.NoError(t, err)
+	assert.Equal(t, "ok\n", stdout)
+
+	stdout, _, err = e.run(t, "--kubeconfig", kc, "--all-nodes", "--token-file", token, "--endpoint", "configz")
+	require.NoError(t, err)
+	assert.Equal(t, "==> n1 <==\n{\n  \"kubeletconfig\": {\n    \"port\": 10250\n  }\n}\n==> n2 <==\n{\n  \"kubeletconfig\": {\n    \"port\": 10250\n  }\n}\n", stdout)
+	for _, req := range e.kubelet.Requests() {
+		assert.Equal(t, "Bearer "+fileToken, req.Authorization)
+	}
+
+	for args, want := range map[string]string{
+		"--endpoint healthz -o json":     "-o would have no effect here: --endpoint=healthz is printed as the kubelet wrote it",
+		"--endpoint configz --watch":     "--watch follows pods; --endpoint=configz is not a pod list",
+		"--endpoint nodes/proxy/exec":    `unknown --endpoint "nodes/proxy/exec"`,
+		"--endpoint runningpods -o json": "",
+	} {
+		t.Run(args, func(t *testing.T) {
+			_, _, err := e.run(t, append([]string{"--kubeconfig", kc, "--node", "n1", "--token-file", token}, strings.Fields(args)...)...)
+			if want == "" {
+				require.Error(t, err, "the fake kubelet serves no /runningpods/: the flag combination itself is fine")
+				assert.Contains(t, err.Error(), "404 Not Found")
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), want)
+		})
+	}
+}

@@ -72,7 +72,8 @@ func startStandalone(t testing.TB) *standalone {
 }
 
 // newCredentials makes the CA, the kubelet's serving certificate (serving.crt/.key in s.dir),
-// token files for the users reader (may get nodes/pods), nobody and garbage, and the review
+// token files for the users reader (may get nodes/pods), all-reads (each read endpoint's narrow
+// permission), nobody and garbage, and the review
 // server that knows them — without a kubelet.
 func newCredentials(t testing.TB) *standalone {
 	t.Helper()
@@ -88,7 +89,7 @@ func newCredentials(t testing.TB) *standalone {
 	require.NoError(t, err)
 
 	users := map[string]authenticationv1.UserInfo{}
-	for _, name := range []string{"reader", "nobody"} {
+	for _, name := range []string{"reader", "nobody", "all-reads"} {
 		token := "token-of-" + name + "-0123456789abcdef"
 		users[token] = authenticationv1.UserInfo{Username: "system:serviceaccount:e2e:" + name}
 		s.tokens[name] = filepath.Join(s.dir, name+".token")
@@ -96,7 +97,10 @@ func newCredentials(t testing.TB) *standalone {
 	}
 	s.tokens["garbage"] = filepath.Join(s.dir, "garbage.token")
 	require.NoError(t, os.WriteFile(s.tokens["garbage"], []byte("not-a-token"), 0o600))
-	s.reviews = reviewserver.Start(users, map[string][]string{"system:serviceaccount:e2e:reader": {"get nodes/pods"}})
+	s.reviews = reviewserver.Start(users, map[string][]string{
+		"system:serviceaccount:e2e:reader":    {"get nodes/pods"},
+		"system:serviceaccount:e2e:all-reads": {"get nodes/pods", "get nodes/stats", "get nodes/metrics", "get nodes/configz", "get nodes/healthz"},
+	})
 	t.Cleanup(s.reviews.Close)
 	return s
 }

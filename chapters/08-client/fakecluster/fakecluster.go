@@ -220,7 +220,16 @@ func (k *Kubelet) serve(w http.ResponseWriter, req *http.Request) {
 		_, _ = io.WriteString(w, body)
 		return
 	}
-	if req.URL.Path != "/pods" {
+	switch req.URL.Path {
+	case "/pods":
+	case "/healthz":
+		_, _ = io.WriteString(w, "ok")
+		return
+	case "/configz":
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"kubeletconfig":{"port":10250}}`)
+		return
+	default:
 		http.NotFound(w, req)
 		return
 	}

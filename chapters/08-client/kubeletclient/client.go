@@ -227,6 +227,8 @@ type Result struct {
 	ServerName string
 	// Protocol is the HTTP version the kubelet answered with ("HTTP/2.0").
 	Protocol string
+	// Body is the answer as the kubelet sent it.
+	Body []byte
 	// FellBack holds why the kubelet could not be reached, when the proxy answered instead.
 	FellBack error
 	Err      error
@@ -279,61 +281,101 @@ func (c *Client) endpointFor(n *corev1.Node) (Endpoint, error) {
 	return e, fmt.Errorf("node %s has no %s address to check its kubelet's certificate against (--kubelet-tls-server-name)", n.Name, c.opts.TLSServerName)
 }
 
+// Endpoint is one of the kubelet's read endpoints, and the narrow permission it needs: the
+// kubelet asks for nodes/SUBRESOURCE first and nodes/proxy only if that is denied
+// (pkg/kubelet/server/auth.go#L83-L157 (func (n nodeAuthorizerAttributesGetter) GetRequestAttributes)).
+type ReadEndpoint struct {
+	Path       string // under the kubelet's root, without the leading slash
+	Permission string // what to grant, narrowest first
+	// Pods says the answer is a PodList.
+	Pods bool
+}
+
+// ReadEndpoints are the kubelet's read endpoints an agent needs, by name.
+var ReadEndpoints = map[string]ReadEndpoint{
+	"pods":             {"pods", "get nodes/pods", true},
+	"runningpods":      {"runningpods/", "get nodes/pods", true},
+	"stats/summary":    {"stats/summary", "get nodes/stats", false},
+	"metrics/resource": {"metrics/resource", "get nodes/metrics", false},
+	"configz":          {"configz", "get nodes/configz", false},
+	"healthz":          {"healthz", "get nodes/healthz", false},
+}
+
+var podsEndpoint = ReadEndpoints["pods"]
+
 // Pods fetches one node's pods, by the way Options.Via says.
 func (c *Client) Pods(ctx context.Context, node string) Result {
+	return c.Get(ctx, node, podsEndpoint)
+}
+
+// Get fetches one of a node's read endpoints, by the way Options.Via says. The answer is in
+// Result.Body (and decoded into Result.Pods for the pod lists).
+func (c *Client) Get(ctx context.Context, node string, ep ReadEndpoint) Result {
 	if c.opts.Via == ViaAPIServer {
-		return c.viaProxy(ctx, node)
+		return c.viaProxy(ctx, node, ep)
 	}
 	n, err := c.Node(ctx, node)
 	if err != nil {
 		return Result{Node: node, Err: err}
 	}
-	return c.podsOf(ctx, n)
+	return c.getOf(ctx, n, ep)
 }
 
-// podsOf fetches the pods of a Node already read: no request to the apiserver unless the
-// kubelet cannot be reached and Via is auto.
+// podsOf fetches the pods of a Node already read.
 func (c *Client) podsOf(ctx context.Context, n *corev1.Node) Result {
+	return c.getOf(ctx, n, podsEndpoint)
+}
+
+// getOf fetches an endpoint of a Node already read: no request to the apiserver unless the
+// kubelet cannot be reached and Via is auto.
+func (c *Client) getOf(ctx context.Context, n *corev1.Node, ep ReadEndpoint) Result {
 	if c.opts.Via == ViaAPIServer {
-		return c.viaProxy(ctx, n.Name)
+		return c.viaProxy(ctx, n.Name, ep)
 	}
 	e, err := c.endpointFor(n)
 	var noAddress *NoAddressError
 	if c.opts.Via == ViaAuto && errors.As(err, &noAddress) {
 		// No address of the preferred types: the apiserver has its own order, let it try.
-		proxied := c.viaProxy(ctx, n.Name)
+		proxied := c.viaProxy(ctx, n.Name, ep)
 		proxied.FellBack = err
 		return proxied
 	}
 	if err != nil {
 		return Result{Node: n.Name, Err: err}
 	}
-	r := c.fetch(ctx, e.URL(), e.ServerName)
+	r := c.fetch(ctx, e.URL(), ep, e.ServerName)
 	r.Node = n.Name
 	var kerr *Error
 	if c.opts.Via == ViaAuto && errors.As(r.Err, &kerr) && kerr.Unreachable() && ctx.Err() == nil {
 		klog.FromContext(ctx).V(1).Info("Kubelet unreachable, asking the apiserver's node proxy", "node", n.Name, "err", r.Err)
-		proxied := c.viaProxy(ctx, n.Name)
+		proxied := c.viaProxy(ctx, n.Name, ep)
 		proxied.FellBack = r.Err
 		return proxied
 	}
 	return r
 }
 
-// FetchURL asks one kubelet, at rawURL (https://host:port, or http:// for the read-only port).
+// FetchURL asks one kubelet, at rawURL (https://host:port, or http:// for the read-only port),
+// for its pods.
 func (c *Client) FetchURL(ctx context.Context, rawURL string) Result {
-	return c.fetch(ctx, rawURL, "")
+	return c.fetch(ctx, rawURL, podsEndpoint, "")
 }
 
-// fetch asks the kubelet at base for /pods. With serverName, the URL names the kubelet by that
+// GetURL asks one kubelet, at rawURL, for one of its read endpoints.
+func (c *Client) GetURL(ctx context.Context, rawURL string, ep ReadEndpoint) Result {
+	return c.fetch(ctx, rawURL, ep, "")
+}
+
+// fetch asks the kubelet at base for ep. With serverName, the URL names the kubelet by that
 // name (so TLS checks the certificate against it) and the dialer connects to base's address.
-func (c *Client) fetch(ctx context.Context, base, serverName string) Result {
-	r := Result{Via: "kubelet", URL: RedactURL(strings.TrimSuffix(base, "/") + "/pods")}
+func (c *Client) fetch(ctx context.Context, base string, ep ReadEndpoint, serverName string) Result {
+	target := strings.TrimSuffix(base, "/") + "/" + ep.Path
+	r := Result{Via: "kubelet", URL: RedactURL(target)}
 	if c.kubelet == nil {
 		r.Err = errors.New("this client goes through the apiserver (--via=apiserver); it asks no kubelet directly")
 		return r
 	}
-	u, err := url.Parse(strings.TrimSuffix(base, "/") + "/pods")
+	u, err := url.Parse(target)
 	switch {
 	case err != nil:
 		r.Err = fmt.Errorf("kubelet URL %s: %w", RedactURL(base), err)
@@ -387,24 +429,30 @@ func (c *Client) fetch(ctx context.Context, base, serverName string) Result {
 		r.Err = explainStatus(r.URL, resp.StatusCode, resp.Header.Get("Location"), string(body), c.Credentials)
 		return r
 	}
-	r.Pods, r.Err = decodePods(body)
+	r.Body = body
+	if ep.Pods {
+		r.Pods, r.Err = decodePods(body)
+	}
 	return r
 }
 
-// viaProxy asks the apiserver to fetch the node's /pods: GET /api/v1/nodes/NAME/proxy/pods.
-func (c *Client) viaProxy(ctx context.Context, node string) Result {
-	r := Result{Node: node, Via: "apiserver", URL: "/api/v1/nodes/" + node + "/proxy/pods"}
+// viaProxy asks the apiserver to fetch a node's endpoint: GET /api/v1/nodes/NAME/proxy/PATH.
+func (c *Client) viaProxy(ctx context.Context, node string, ep ReadEndpoint) Result {
+	r := Result{Node: node, Via: "apiserver", URL: "/api/v1/nodes/" + node + "/proxy/" + ep.Path}
 	if c.apiserver == nil {
 		r.Err = errors.New("the apiserver's node proxy needs a kubeconfig")
 		return r
 	}
-	res := c.apiserver.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy", "pods").Do(ctx)
+	res := c.apiserver.CoreV1().RESTClient().Get().AbsPath(r.URL).Do(ctx)
 	body, err := res.Raw()
 	if err != nil {
-		r.Err = explainProxy(node, res.Error()) // Error, not Raw's error: it decodes a JSON Status
+		r.Err = explainProxy(node, r.URL, res.Error()) // Error, not Raw's error: it decodes a JSON Status
 		return r
 	}
-	r.Pods, r.Err = decodePods(body)
+	r.Body = body
+	if ep.Pods {
+		r.Pods, r.Err = decodePods(body)
+	}
 	return r
 }
 
@@ -420,6 +468,11 @@ func decodePods(body []byte) ([]corev1.Pod, error) {
 // pods with at most concurrency requests in flight, within Options.AllNodesTimeout overall. A
 // node that fails has its Err set; the others are unaffected. Results are sorted by node name.
 func (c *Client) AllNodes(ctx context.Context, concurrency int) ([]Result, error) {
+	return c.GetAllNodes(ctx, concurrency, podsEndpoint)
+}
+
+// GetAllNodes is AllNodes for any read endpoint.
+func (c *Client) GetAllNodes(ctx context.Context, concurrency int, ep ReadEndpoint) ([]Result, error) {
 	if c.nodes == nil {
 		return nil, errors.New("--all-nodes needs a kubeconfig")
 	}
@@ -435,7 +488,7 @@ func (c *Client) AllNodes(ctx context.Context, concurrency int) ([]Result, error
 	for range min(max(concurrency, 1), len(nodes)) {
 		wg.Go(func() {
 			for i := range next {
-				results[i] = c.podsOf(ctx, &nodes[i])
+				results[i] = c.getOf(ctx, &nodes[i], ep)
 				if results[i].Err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 					results[i].Err = c.deadlineError(nodes[i].Name, results[i].Err)
 				}

@@ -206,8 +206,7 @@ func explainStatus(url string, code int, location, body, credentials string) err
 // errors with a JSON Status; what the kubelet answered the apiserver comes back as the kubelet
 // wrote it, in plain text, which client-go keeps as an "unexpected server response" — and then
 // the identity the kubelet refused is the apiserver's, not the reader's.
-func explainProxy(node string, err error) error {
-	url := "/api/v1/nodes/" + node + "/proxy/pods"
+func explainProxy(node, url string, err error) error {
 	e := &Error{URL: url, Err: err, Kind: Status, Hint: "The apiserver could not proxy to the kubelet."}
 	if code, text, relayed := relayedFromKubelet(err); relayed {
 		e.Err = fmt.Errorf("GET %s: %d %s, relayed from the kubelet: %s", url, code, http.StatusText(code), shownBody(text))
