@@ -148,3 +148,91 @@ replace (
 		})
 	}
 }
+
+// chapterOf returns the chapter number of a package of this module under chapters/NN-name, -1
+// for support code, and ok=false for anything else.
+func chapterOf(pkg string) (n int, ok bool) {
+	const prefix = "github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/"
+	rest, found := strings.CutPrefix(pkg, prefix)
+	if !found {
+		return 0, false
+	}
+	if rest == "support" || strings.HasPrefix(rest, "support/") {
+		return -1, true
+	}
+	if len(rest) < 3 || rest[2] != '-' {
+		return 0, false
+	}
+	if _, err := fmt.Sscanf(rest[:2], "%d", &n); err != nil {
+		return 0, false
+	}
+	return n, true
+}
+
+// forwardImports are the imports of a later chapter that the layout allows, each with its
+// reason. There is one: the toy kubelet of chapter 05 takes its pods from chapter 06's file
+// source, because in the real kubelet too the pod sources (makePodSourceConfig, in
+// NewMainKubelet) exist before Bootstrap.Run consumes them; chapter 05 teaches the interface,
+// chapter 06 the source behind it, proved equal to the kubelet's.
+var forwardImports = map[[2]string]string{
+	{"chapters/05-bootstrap/toykubelet", "chapters/06-static-pods/staticpods"}: "the toy's pod source is chapter 06's lesson",
+}
+
+// importProblems applies the layout's rule to one package's imports: a chapter builds on
+// earlier chapters and on support code, never on a later chapter (but for forwardImports);
+// support code imports no chapter.
+func importProblems(pkg string, imports []string) []string {
+	const module = "github.com/kubelet-walkthrough/kubelet-walkthrough/"
+	from, ok := chapterOf(pkg)
+	if !ok {
+		return nil
+	}
+	var problems []string
+	for _, imp := range imports {
+		to, ok := chapterOf(imp)
+		switch {
+		case !ok || to == -1:
+		case from == -1:
+			problems = append(problems, fmt.Sprintf("%s is support code but imports chapter %02d (%s)", pkg, to, imp))
+		case to > from && forwardImports[[2]string{strings.TrimPrefix(pkg, module), strings.TrimPrefix(imp, module)}] != "":
+		case to > from:
+			problems = append(problems, fmt.Sprintf("%s (chapter %02d) imports the later chapter %02d (%s)", pkg, from, to, imp))
+		}
+	}
+	return problems
+}
+
+// TestImportRules holds every package to the layout README describes.
+func TestImportRules(t *testing.T) {
+	out, err := exec.Command("go", "list", "-e", "-f", "{{.ImportPath}} {{join .Imports \" \"}} {{join .TestImports \" \"}} {{join .XTestImports \" \"}}", "../...").Output()
+	require.NoError(t, err)
+	var problems []string
+	packages := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		packages++
+		problems = append(problems, importProblems(fields[0], fields[1:])...)
+	}
+	require.Greater(t, packages, 10)
+	assert.Empty(t, problems)
+}
+
+func TestImportProblems(t *testing.T) {
+	const m = "github.com/kubelet-walkthrough/kubelet-walkthrough/"
+	tests := []struct {
+		name    string
+		pkg     string
+		imports []string
+		want    int
+	}{
+		{"earlier chapter and support", m + "chapters/07-minicluster/minicluster", []string{m + "chapters/04-runkubelet/realkubelet", m + "chapters/support/pki", "k8s.io/api/core/v1"}, 0},
+		{"later chapter", m + "chapters/04-runkubelet", []string{m + "chapters/07-minicluster/minicluster"}, 1},
+		{"support imports a chapter", m + "chapters/support/podtable", []string{m + "chapters/08-client/kubeletclient"}, 1},
+		{"examples may use any chapter", m + "examples/workshop/checks", []string{m + "chapters/08-client/kubeletclient"}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Len(t, importProblems(tt.pkg, tt.imports), tt.want)
+		})
+	}
+}

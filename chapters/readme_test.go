@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,9 +18,34 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/netns"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/tier"
 )
 
 var update = flag.Bool("update", false, "rewrite the sample outputs in the chapter READMEs from real runs")
+
+// noNetns says why no private network namespace could be made; nil when the tests run in one.
+var noNetns error
+
+// TestMain runs the README commands inside a private network namespace when one can be made:
+// there, nothing else listens (the README's "nothing on 10255" is true whatever this machine
+// runs) and every packet stays on a network the test made. The modules are downloaded first,
+// outside, since the namespace has no route to the module proxy.
+func TestMain(m *testing.M) {
+	if _, inside := netns.Inside(); !inside {
+		if out, err := exec.Command("go", "mod", "download").CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "go mod download: %v\n%s", err, out)
+			os.Exit(1)
+		}
+	}
+	if ran, code, err := netns.RunInside(); ran {
+		os.Exit(code)
+	} else if err != nil {
+		noNetns = err
+	}
+	os.Exit(m.Run())
+}
 
 // example is one command a chapter README tells the reader to run, and the output it shows.
 // A command ending in " &" runs in the background, as in a shell: it has no output block, the
@@ -28,76 +54,160 @@ type example struct {
 	readme     string
 	background bool
 	command    string // as written: go run ./chapters/NN-name ARGS...
-	expected   string
-	start      int // byte offsets of the expected block's body in the README
-	end        int
 	chapter    string
 	arguments  []string
+	samples    []sample
 }
 
-var fence = regexp.MustCompile("(?ms)^```(sh|text)\n(.*?)^```\n")
+// sample is an output block. Most are for every host; a block whose fence says ```text cgroup-v1
+// or ```text cgroup-v2 shows what a host of that kind prints, and is compared on such hosts only
+// (CI runs the README tests on both).
+type sample struct {
+	host       string
+	expected   string
+	start, end int // byte offsets of the block's body in the README
+}
 
-// examples finds each ```sh block holding one `go run ./chapters/...` command and pairs it with
-// the ```text block that follows it.
+var fence = regexp.MustCompile("(?ms)^```(sh|text)(?: ([\\w-]+))?\n(.*?)^```\n")
+
+// hostKinds are the fence tags a sample may carry.
+var hostKinds = map[string]bool{"cgroup-v1": true, "cgroup-v2": true}
+
+// examples finds each ```sh block line holding a `go run ./chapters/...` command and pairs it
+// with the ```text blocks that follow it, up to the next command.
 func examples(t *testing.T, readme string) []example {
 	data, err := os.ReadFile(readme)
 	require.NoError(t, err)
 	var out []example
 	var pending *example
+	flush := func() {
+		if pending != nil {
+			require.NotEmpty(t, pending.samples, "%s: command %q has no ```text output block after it", readme, pending.command)
+			out = append(out, *pending)
+			pending = nil
+		}
+	}
 	for _, m := range fence.FindAllSubmatchIndex(data, -1) {
-		kind, body := string(data[m[2]:m[3]]), string(data[m[4]:m[5]])
+		kind, body := string(data[m[2]:m[3]]), string(data[m[6]:m[7]])
+		tag := ""
+		if m[4] >= 0 {
+			tag = string(data[m[4]:m[5]])
+		}
 		switch kind {
 		case "sh":
 			for _, line := range strings.Split(body, "\n") {
-				if strings.HasPrefix(line, "go run ./chapters/") {
-					require.Nil(t, pending, "%s: command %q has no ```text output block after it", readme, line)
-					background := strings.HasSuffix(line, " &")
-					fields := strings.Fields(strings.TrimSuffix(line, " &"))
-					ex := &example{readme: readme, command: line, background: background, chapter: strings.TrimPrefix(fields[2], "./chapters/"), arguments: fields[3:]}
-					if background {
-						out = append(out, *ex)
-					} else {
-						pending = ex
-					}
+				if !strings.HasPrefix(line, "go run ./chapters/") {
+					continue
+				}
+				flush()
+				background := strings.HasSuffix(line, " &")
+				fields := strings.Fields(strings.TrimSuffix(line, " &"))
+				ex := &example{readme: readme, command: line, background: background,
+					chapter: strings.TrimPrefix(fields[2], "./chapters/"), arguments: fields[3:]}
+				if background {
+					out = append(out, *ex)
+				} else {
+					pending = ex
 				}
 			}
 		case "text":
-			if pending != nil {
-				pending.expected, pending.start, pending.end = body, m[4], m[5]
-				out = append(out, *pending)
-				pending = nil
+			if pending == nil {
+				continue // an output block with no command of ours before it: prose
 			}
+			require.True(t, tag == "" || hostKinds[tag], "%s: unknown host kind %q on an output block (have cgroup-v1, cgroup-v2)", readme, tag)
+			pending.samples = append(pending.samples, sample{host: tag, expected: body, start: m[6], end: m[7]})
 		}
 	}
-	require.Nil(t, pending, "%s: the last command has no output block", readme)
+	flush()
 	return out
 }
 
-// Normalization: what differs from run to run, or from machine to machine, is replaced by a
-// placeholder in both the README and the real output before they are compared.
-var normalizers = []struct {
+// sampleFor picks the output block to compare on a host of kind host: the untagged one, or the
+// one tagged for this kind of host; nil when the README shows none for it.
+func (ex example) sampleFor(host string) *sample {
+	for i, s := range ex.samples {
+		if s.host == "" || s.host == host {
+			return &ex.samples[i]
+		}
+	}
+	return nil
+}
+
+// hostKind says which kind of host this is, as the fence tags name them: the kubelet (like
+// runc) decides between cgroup v1 and v2 by the file system type of /sys/fs/cgroup.
+func hostKind() string {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs("/sys/fs/cgroup", &st); err != nil {
+		return "no-cgroups"
+	}
+	const cgroup2Magic = 0x63677270 // CGROUP2_SUPER_MAGIC
+	if st.Type == cgroup2Magic {
+		return "cgroup-v2"
+	}
+	return "cgroup-v1"
+}
+
+// A normalizer replaces, in both the README and the real output, what differs from run to run
+// or from machine to machine. Each must stay narrow: TestNormalize gives every one a case it
+// must leave alone.
+type normalizer struct {
+	name string
 	re   *regexp.Regexp
-	with string
-}{
-	{regexp.MustCompile(`(?m)^([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ `), "$1 "},    // klog header
-	{regexp.MustCompile(`(\d+\.\d+\.\d+\.\d+|localhost|\[::1\]):\d+`), "$1:PORT"},   // ports chosen at run time
-	{regexp.MustCompile(regexp.QuoteMeta(os.TempDir()) + `/[\w.-]+`), "TMPDIR/TMP"}, // temporary files
-	{regexp.MustCompile(`\[this host\].*`), "[this host]"},                          // machine-dependent
-	{regexp.MustCompile(`\b[0-9a-f]{32}\b`), "UID"},                                 // static pod UIDs hash the manifest's absolute path
-	{regexp.MustCompile(`(?m)\b\d+(ms|s|m|h|d)$`), "AGE"},                           // ages at the end of table rows
-	{regexp.MustCompile(`(?m)^\^C$`), ""},                                           // the terminal's echo of Ctrl-C
-	{regexp.MustCompile(`[ \t]+`), " "},                                             // column widths follow the values
-	{regexp.MustCompile(`(?m) +$`), ""},
+	with func(match string) string
+}
+
+func replaceWith(s string) func(string) string { return func(string) string { return s } }
+
+// ephemeralPorts is the range the kernel picks a port from when a program binds port 0 — the
+// only ports that differ between runs. The ports the chapters teach (10248, 10250, 10255, 8443)
+// are outside it and are compared as they are.
+var ephemeralPorts = func() [2]int {
+	r := [2]int{32768, 60999} // Linux's default
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return r
+	}
+	if f := strings.Fields(string(data)); len(f) == 2 {
+		lo, err1 := strconv.Atoi(f[0])
+		hi, err2 := strconv.Atoi(f[1])
+		if err1 == nil && err2 == nil {
+			r = [2]int{lo, hi}
+		}
+	}
+	return r
+}()
+
+var portInAddress = regexp.MustCompile(`((?:\d+\.\d+\.\d+\.\d+|localhost|\[[0-9a-f:]+\]):)(\d+)\b`)
+
+func normalizePort(match string) string {
+	m := portInAddress.FindStringSubmatch(match)
+	port, _ := strconv.Atoi(m[2])
+	if port >= ephemeralPorts[0] && port <= ephemeralPorts[1] {
+		return m[1] + "PORT"
+	}
+	return match
+}
+
+var normalizers = []normalizer{
+	{"klog header", regexp.MustCompile(`(?m)^([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ `), func(m string) string { return m[:1] + " " }},
+	{"ephemeral port", portInAddress, normalizePort},
+	{"temporary path", regexp.MustCompile(regexp.QuoteMeta(os.TempDir()) + `/[\w.-]+`), replaceWith("TMPDIR/TMP")},
+	{"machine-dependent value", regexp.MustCompile(`\[this host\].*`), replaceWith("[this host]")},
+	{"static pod UID", regexp.MustCompile(`\b[0-9a-f]{32}\b`), replaceWith("UID")}, // hashes the manifest's absolute path
+	{"age column", regexp.MustCompile(`(?m)( {2,}|\t)\d+(ms|s|m|h|d)(\d+(s|m|h))?$`), replaceWith(" AGE")},
+	{"echoed Ctrl-C", regexp.MustCompile(`(?m)^\^C$`), replaceWith("")},
+	{"column padding", regexp.MustCompile(`[ \t]+`), replaceWith(" ")}, // column widths follow the values
+	{"trailing spaces", regexp.MustCompile(`(?m) +$`), replaceWith("")},
 }
 
 func normalize(s string) string {
 	for _, n := range normalizers {
-		s = n.re.ReplaceAllString(s, n.with)
+		s = n.re.ReplaceAllStringFunc(s, n.with)
 	}
 	return strings.TrimRight(s, "\n")
 }
 
-// build compiles each chapter once.
+// builds compiles each chapter once.
 type builds struct {
 	dir  string
 	mu   sync.Mutex
@@ -110,6 +220,7 @@ func (b *builds) binary(t *testing.T, chapter string) string {
 	if bin, ok := b.bins[chapter]; ok {
 		return bin
 	}
+	require.DirExists(t, chapter, "a README runs chapter %s, which does not exist", chapter)
 	bin := filepath.Join(b.dir, chapter)
 	cmd := exec.Command("go", "build", "-o", bin, "./chapters/"+chapter)
 	cmd.Dir = ".."
@@ -119,12 +230,26 @@ func (b *builds) binary(t *testing.T, chapter string) string {
 	return bin
 }
 
+// scratch stands in for /tmp in a README's commands: the reader's /tmp is theirs, the test's is
+// a directory of its own, so that runs never share a file.
+type scratch string
+
+func (s scratch) arguments(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = strings.ReplaceAll(a, "/tmp/", string(s)+"/")
+	}
+	return out
+}
+
+func (s scratch) output(got string) string { return strings.ReplaceAll(got, string(s)+"/", "/tmp/") }
+
 // run executes an example from the repository root. A command that says it serves until
 // Ctrl-C gets SIGINT once it has said so, as a reader would press it.
-func run(t *testing.T, bin string, ex example) (string, error) {
+func run(t *testing.T, bin string, args []string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, ex.arguments...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = ".."
 	cmd.WaitDelay = 10 * time.Second // a descendant holding the output open cannot hang the test
 	var out syncBuffer
@@ -167,123 +292,201 @@ func (b *syncBuffer) String() string {
 
 var removedDir = regexp.MustCompile(`removed (\S+)`)
 
+// stoppedLast checks the promise of a clean shutdown: once a program says it stopped, nothing
+// more is printed (no late log line of etcd's client, gRPC or klog).
+func stoppedLast(t *testing.T, command, got string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimRight(got, "\n"), "\n")
+	for i, line := range lines {
+		if strings.HasPrefix(line, "Stopped") {
+			assert.Empty(t, lines[i+1:], "`%s` printed after %q", command, line)
+			return
+		}
+	}
+}
+
 // TestChapterREADMEs runs every `go run ./chapters/...` command of every chapter README, as
 // built binaries from the repository root, and compares the output with the README's sample.
-// `make update-golden` (go test -run TestChapterREADMEs ./chapters/ -update) rewrites the samples.
+// `make update-golden` (go test -run TestChapterREADMEs ./chapters/ -update) rewrites the samples
+// this kind of host shows.
 func TestChapterREADMEs(t *testing.T) {
 	readmes, err := filepath.Glob("[0-9][0-9]-*/README.md")
 	require.NoError(t, err)
 	require.NotEmpty(t, readmes)
 	b := &builds{dir: t.TempDir(), bins: map[string]string{}}
+	host := hostKind()
 
-	netns := privateNetwork()
 	for _, readme := range readmes {
-		if strings.HasPrefix(readme, "07-") || strings.HasPrefix(readme, "08-") {
-			if netns != nil {
-				t.Logf("skipping %s: its examples run the mini-cluster in a private network namespace, and none can be made here (%v)", readme, netns)
-				continue
+		t.Run(filepath.Dir(readme), func(t *testing.T) {
+			if strings.HasPrefix(readme, "07-") || strings.HasPrefix(readme, "08-") {
+				tier.Require(t, "private network", noNetns)
 			}
-		}
-		exs := examples(t, readme)
-		require.NotEmpty(t, exs, "%s shows no command with its output", readme)
-		var replacements []example
-		var outputs []string
-		var background []*exec.Cmd
-		for _, ex := range exs {
-			if ex.background {
-				background = append(background, startBackground(t, b.binary(t, ex.chapter), ex))
-				continue
+			exs := examples(t, readme)
+			require.NotEmpty(t, exs, "%s shows no command with its output", readme)
+			tmp := scratch(t.TempDir())
+			var replaced []sample
+			var outputs []string
+			for _, ex := range exs {
+				if ex.background {
+					startBackground(t, b.binary(t, ex.chapter), ex, tmp)
+					continue
+				}
+				t.Run(ex.command, func(t *testing.T) {
+					want := ex.sampleFor(host)
+					if want == nil {
+						t.Skipf("%s shows the output of `%s` for %s hosts; this one is %s (CI runs both kinds)",
+							readme, ex.command, ex.samples[0].host, host)
+					}
+					got, err := run(t, b.binary(t, ex.chapter), tmp.arguments(ex.arguments))
+					got = tmp.output(got)
+					wantFailure := strings.Contains(want.expected, `"command failed"`) || strings.HasPrefix(strings.TrimSpace(want.expected), "error:")
+					if wantFailure {
+						assert.Error(t, err, "the README shows %q failing", ex.command)
+					} else {
+						assert.NoError(t, err, "%s:\n%s", ex.command, got)
+					}
+					for _, m := range removedDir.FindAllStringSubmatch(got, -1) {
+						assert.NoDirExists(t, m[1], "the program said it removed %s", m[1])
+					}
+					stoppedLast(t, ex.command, got)
+					if *update {
+						replaced = append(replaced, *want)
+						outputs = append(outputs, got)
+						return
+					}
+					assert.Equal(t, normalize(want.expected), normalize(got),
+						"%s: the output of `%s` differs from the README (make update-golden rewrites it)", readme, ex.command)
+				})
 			}
-			t.Run(ex.command, func(t *testing.T) {
-				require.DirExists(t, ex.chapter, "%s runs a chapter that does not exist", readme)
-				got, err := run(t, b.binary(t, ex.chapter), ex)
-				wantFailure := strings.Contains(ex.expected, `"command failed"`) || strings.HasPrefix(strings.TrimSpace(ex.expected), "error:")
-				if wantFailure {
-					assert.Error(t, err, "the README shows %q failing", ex.command)
-				} else {
-					assert.NoError(t, err, "%s:\n%s", ex.command, got)
-				}
-				for _, m := range removedDir.FindAllStringSubmatch(got, -1) {
-					assert.NoDirExists(t, m[1], "the program said it removed %s", m[1])
-				}
-				if *update {
-					replacements = append(replacements, ex)
-					outputs = append(outputs, got)
-					return
-				}
-				assert.Equal(t, normalize(ex.expected), normalize(got),
-					"%s: the output of `%s` differs from the README (make update-golden rewrites it)", readme, ex.command)
-			})
-		}
-		for _, cmd := range background {
-			_ = cmd.Process.Signal(syscall.SIGINT)
-			_ = cmd.Wait()
-		}
-		if *update && len(replacements) > 0 {
-			rewrite(t, readme, replacements, outputs)
-		}
+			if *update && len(replaced) > 0 {
+				rewrite(t, readme, replaced, outputs)
+			}
+		})
 	}
 }
 
-// privateNetwork says whether chapter 07 can make its private network namespace here: `unshare`
-// as minicluster.PrivateNetworkCommand runs it (this light package does not import minicluster).
-func privateNetwork() error {
-	args := []string{"--net", "true"}
-	if os.Geteuid() != 0 {
-		args = []string{"--map-root-user", "--net", "true"}
-	}
-	if out, err := exec.Command("unshare", args...).CombinedOutput(); err != nil {
-		return fmt.Errorf("unshare: %w: %s", err, out)
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		return err
-	}
-	return nil
-}
-
-// startBackground starts a README's background command and waits until it says it serves.
-func startBackground(t *testing.T, bin string, ex example) *exec.Cmd {
-	cmd := exec.Command(bin, ex.arguments...)
+// startBackground starts a README's background command, waits until it says it serves, and
+// gives it Ctrl-C when the README's test is done: it must then exit cleanly, saying it stopped
+// last.
+func startBackground(t *testing.T, bin string, ex example, tmp scratch) {
+	cmd := exec.Command(bin, tmp.arguments(ex.arguments)...)
 	cmd.Dir = ".."
 	cmd.WaitDelay = 10 * time.Second
 	var out syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	t.Cleanup(func() {
+		if cmd.ProcessState != nil {
+			return
+		}
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			assert.NoError(t, err, "%s after Ctrl-C:\n%s", ex.command, out.String())
+			stoppedLast(t, ex.command, out.String())
+		case <-time.After(time.Minute):
+			_ = cmd.Process.Kill()
+			t.Errorf("%s did not stop within a minute of Ctrl-C:\n%s", ex.command, out.String())
+		}
+	})
 	require.Eventually(t, func() bool { return strings.Contains(out.String(), "until Ctrl-C") },
 		3*time.Minute, 100*time.Millisecond, "%s never said it serves:\n%s", ex.command, out.String())
-	return cmd
 }
 
-// rewrite replaces the expected blocks of readme with real outputs, last block first so that
+// rewrite replaces the given blocks of readme with real outputs, last block first so that
 // earlier offsets stay valid.
-func rewrite(t *testing.T, readme string, exs []example, outputs []string) {
+func rewrite(t *testing.T, readme string, samples []sample, outputs []string) {
 	data, err := os.ReadFile(readme)
 	require.NoError(t, err)
-	for i := len(exs) - 1; i >= 0; i-- {
+	for i := len(samples) - 1; i >= 0; i-- {
 		body := outputs[i]
 		if !strings.HasSuffix(body, "\n") {
 			body += "\n"
 		}
-		data = append(data[:exs[i].start], append([]byte(body), data[exs[i].end:]...)...)
+		data = append(data[:samples[i].start], append([]byte(body), data[samples[i].end:]...)...)
 	}
 	require.NoError(t, os.WriteFile(readme, data, 0o644))
-	t.Logf("rewrote %d samples in %s", len(exs), readme)
+	t.Logf("rewrote %d samples in %s", len(samples), readme)
 }
 
-// TestNormalize pins the normalization rules, since a rule too broad would hide real changes.
+// TestNormalize pins every normalizer with a case it must change and a case it must leave
+// alone, since a rule too broad would hide real changes.
 func TestNormalize(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{`E1130 13:24:29.723421   21644 run.go:72] "command failed"`, `E run.go:72] "command failed"`},
-		{"curl -s http://127.0.0.1:46025/pods", "curl -s http://127.0.0.1:PORT/pods"},
-		{"removed " + os.TempDir() + "/hollow-kubelet.928208209", "removed TMPDIR/TMP"},
-		{"node name: [this host] \"vm\"", "node name: [this host]"},
-		{"kube-system   etcd-walkthrough   Running   12s", "kube-system etcd-walkthrough Running AGE"},
-		{"^C", ""},
-		{"ADD default/web-walkthrough uid b6f851ff054226b07e6088ba905d6e9b", "ADD default/web-walkthrough uid UID"},
-		{"valid 20250 port", "valid 20250 port"},
+	tmp := os.TempDir()
+	inRange := strconv.Itoa(ephemeralPorts[0] + 1)
+	tests := map[string]struct{ change, want, keep string }{
+		"klog header": {
+			change: `E1130 13:24:29.723421   21644 run.go:72] "command failed"`, want: `E run.go:72] "command failed"`,
+			keep: `I1130 is not a log header without its time`,
+		},
+		"ephemeral port": {
+			change: "curl -s http://127.0.0.1:" + inRange + "/pods", want: "curl -s http://127.0.0.1:PORT/pods",
+			keep: "curl -s http://127.0.0.1:10255/pods and https://10.200.0.1:10250 and [::1]:10248 and localhost:8443",
+		},
+		"temporary path": {
+			change: "removed " + tmp + "/hollow-kubelet.928208209", want: "removed TMPDIR/TMP",
+			keep: "the static pods in examples/static-pods/web.yaml",
+		},
+		"machine-dependent value": {
+			change: "node name: [this host] \"vm\"", want: "node name: [this host]",
+			keep: "node name: \"walkthrough\"",
+		},
+		"static pod UID": {
+			change: "ADD default/web-walkthrough uid b6f851ff054226b07e6088ba905d6e9b", want: "ADD default/web-walkthrough uid UID",
+			keep: "commit a1c3e3e4b5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0 stays",
+		},
+		"age column": {
+			change: "kube-system   etcd-walkthrough   Running   12s", want: "kube-system etcd-walkthrough Running AGE",
+			keep: "error: timed out after 10s",
+		},
+		"echoed Ctrl-C": {
+			change: "^C", want: "",
+			keep: "press ^C to stop",
+		},
+		"column padding": {
+			change: "NAME    STATUS", want: "NAME STATUS",
+			keep: "NAME\nSTATUS",
+		},
+		"trailing spaces": {
+			change: "Running   \nPending", want: "Running\nPending",
+			keep: "Running Pending",
+		},
 	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, normalize(tt.in), tt.in)
+	for _, n := range normalizers {
+		tt, ok := tests[n.name]
+		if !assert.True(t, ok, "normalizer %q has no test case", n.name) {
+			continue
+		}
+		t.Run(n.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, normalize(tt.change), "must change: %q", tt.change)
+			assert.Equal(t, tt.keep, normalize(tt.keep), "must keep: %q", tt.keep)
+		})
 	}
+}
+
+// TestExamples pins how commands are paired with their output blocks, host-specific ones too.
+func TestExamples(t *testing.T) {
+	readme := filepath.Join(t.TempDir(), "README.md")
+	require.NoError(t, os.WriteFile(readme, []byte("```sh\ngo run ./chapters/03-run --only 3\n```\n\nOn v2:\n\n```text cgroup-v2\nran\n```\n\n"+
+		"On v1:\n\n```text cgroup-v1\nfailed\n```\n\n```sh\ngo run ./chapters/07-minicluster &\ngo run ./chapters/01-entrypoint --help\n```\n\n```text\nUsage\n```\n"), 0o644))
+	exs := examples(t, readme)
+	require.Len(t, exs, 3)
+	assert.Equal(t, []string{"--only", "3"}, exs[0].arguments)
+	assert.Equal(t, "ran\n", exs[0].sampleFor("cgroup-v2").expected)
+	assert.Equal(t, "failed\n", exs[0].sampleFor("cgroup-v1").expected)
+	assert.Nil(t, exs[0].sampleFor("no-cgroups"))
+	assert.True(t, exs[1].background)
+	assert.Equal(t, "Usage\n", exs[2].sampleFor("cgroup-v1").expected)
+	assert.Equal(t, "Usage\n", exs[2].sampleFor("cgroup-v2").expected)
+}
+
+// TestScratch pins how /tmp in a README's commands becomes the test's own directory.
+func TestScratch(t *testing.T) {
+	s := scratch("/x/TestChapter123")
+	assert.Equal(t, []string{"--kubeconfig", "/x/TestChapter123/k.kubeconfig", "--out=/x/TestChapter123/a"},
+		s.arguments([]string{"--kubeconfig", "/tmp/k.kubeconfig", "--out=/tmp/a"}))
+	assert.Equal(t, "kubeconfig: /tmp/k.kubeconfig", s.output("kubeconfig: /x/TestChapter123/k.kubeconfig"))
+	assert.Equal(t, "/tmpfile", s.output("/tmpfile"))
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -20,6 +21,7 @@ import (
 
 type runOptions struct {
 	config      string
+	only        []int
 	kubeletArgs []string
 	out         io.Writer
 }
@@ -42,6 +44,7 @@ func NewRunCommand(ctx context.Context) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&o.config, "config", "examples/kubelet-config.yaml", `the kubelet configuration file; "" for none (flag defaults)`)
+	cmd.Flags().IntSliceVar(&o.only, "only", nil, "show only these steps, e.g. 3,4 (every step still runs, in order)")
 	return cmd
 }
 
@@ -70,6 +73,11 @@ func (o *runOptions) server(ctx context.Context) (*options.KubeletServer, error)
 }
 
 func (o *runOptions) run(ctx context.Context) error {
+	for _, n := range o.only {
+		if n < 1 || n > len(steps) {
+			return fmt.Errorf("--only %d: the steps are numbered 1 to %d", n, len(steps))
+		}
+	}
 	server, err := o.server(ctx)
 	if err != nil {
 		return err
@@ -93,19 +101,28 @@ func (o *runOptions) run(ctx context.Context) error {
 		"services), then run (server.go#L656-L1012), whose steps are:\n\n")
 	s := &state{server: server}
 	counts := map[outcome]int{}
+	shown := 0
 	for i, st := range steps {
 		var result outcome
 		var note string
 		logged := kubeletlog.Capture(func() { result, note = st.do(ctx, s) })
+		if len(o.only) > 0 && !slices.Contains(o.only, i+1) {
+			continue // it ran: later steps may need what it found
+		}
+		shown++
 		counts[result]++
 		fmt.Fprintf(o.out, "%2d. %-50s %-21s %s\n    %s\n", i+1, st.name, st.lines(), result, note)
 		for _, line := range logged {
 			fmt.Fprintf(o.out, "    kubelet log: %s\n", line)
 		}
 	}
-	fmt.Fprintf(o.out, "\n%d steps: %d ran here with the real functions, %d were no-ops for this configuration, "+
-		"%d failed as they would on this machine, %d were skipped. [this host]\n",
-		len(steps), counts[ran], counts[noop], counts[failed], counts[skipped])
+	what := fmt.Sprintf("%d steps", len(steps))
+	if shown < len(steps) {
+		what = fmt.Sprintf("%d of %d steps shown", shown, len(steps))
+	}
+	fmt.Fprintf(o.out, "\n%s: %d ran here with the real functions, %d were no-ops for this configuration, "+
+		"%d failed as they would on this machine, %d were skipped.\n",
+		what, counts[ran], counts[noop], counts[failed], counts[skipped])
 	return nil
 }
 

@@ -77,20 +77,20 @@ var steps = []step{
 	{"validate flags and configuration", "cmd/kubelet/app/server.go#L675-L677 (options.ValidateKubeletServer(s))", func(_ context.Context, s *state) (outcome, string) {
 		if err := options.ValidateKubeletServer(s.server); err != nil {
 			if strings.Contains(err.Error(), "cgroup v1") {
-				return failed, "[this host] uses cgroup v1 and failCgroupV1 is true: the kubelet stops here (the walk goes on)"
+				return failed, "this host uses cgroup v1 and failCgroupV1 is true: the kubelet stops here (the walk goes on)"
 			}
 			return failed, err.Error()
 		}
-		return ran, "[this host] valid"
+		return ran, "valid"
 	}},
 	{"MemoryQoS warnings", "cmd/kubelet/app/server.go#L680-L693 (features.MemoryQoS)", func(context.Context, *state) (outcome, string) {
 		if !utilfeature.DefaultFeatureGate.Enabled(features.MemoryQoS) {
 			return noop, "MemoryQoS gate off"
 		}
 		if !kubeletutil.IsCgroup2UnifiedMode() {
-			return ran, "MemoryQoS gate on; [this host] uses cgroup v1: the kubelet warns that MemoryQoS needs cgroup v2"
+			return ran, "MemoryQoS gate on; this host uses cgroup v1: the kubelet warns that MemoryQoS needs cgroup v2"
 		}
-		return ran, "MemoryQoS gate on; [this host] uses cgroup v2: the kubelet checks the kernel version"
+		return ran, "MemoryQoS gate on; this host uses cgroup v2: the kubelet checks the kernel version"
 	}},
 	{"lock file", "cmd/kubelet/app/server.go#L695-L710 (s.LockFilePath)", func(_ context.Context, s *state) (outcome, string) {
 		if s.server.LockFilePath == "" {

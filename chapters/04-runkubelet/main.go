@@ -27,9 +27,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/program"
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/component-base/cli"
 	"k8s.io/klog/v2"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/realkubelet"
@@ -39,8 +39,7 @@ import (
 
 func main() {
 	command := NewRunKubeletCommand(context.Background())
-	code := cli.Run(command)
-	os.Exit(code)
+	os.Exit(program.Run(command))
 }
 
 // runOptions are the chapter's flags.
@@ -69,7 +68,7 @@ func NewRunKubeletCommand(ctx context.Context) *cobra.Command {
 			if err := o.complete(); err != nil {
 				return err
 			}
-			return o.run(ctx)
+			return o.run(ctx, cmd)
 		},
 	}
 	f := cmd.Flags()
@@ -96,14 +95,14 @@ func (o *runOptions) complete() error {
 	return err
 }
 
-func (o *runOptions) run(ctx context.Context) error {
+func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	logger := klog.FromContext(ctx)
 
 	// The kubelet logs a lot through klog. Unless asked otherwise, its lines go to a file so
 	// that the table stays readable; the file's path is printed.
-	logFile, closeLog, err := kubeletlog.ToFile(o.kubeletLog)
+	logFile, closeLog, err := kubeletlog.ForProgram(cmd, o.kubeletLog)
 	if err != nil {
 		return err
 	}

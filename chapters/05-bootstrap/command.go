@@ -43,7 +43,7 @@ func NewBootstrapCommand(ctx context.Context) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.out = cmd.OutOrStdout()
-			return o.run(ctx)
+			return o.run(ctx, cmd)
 		},
 	}
 	f := cmd.Flags()
@@ -55,7 +55,7 @@ func NewBootstrapCommand(ctx context.Context) *cobra.Command {
 	return cmd
 }
 
-func (o *bootstrapOptions) run(ctx context.Context) error {
+func (o *bootstrapOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	path, err := filepath.Abs(o.staticPodPath)
@@ -65,7 +65,7 @@ func (o *bootstrapOptions) run(ctx context.Context) error {
 	if info, err := os.Stat(path); err != nil || !info.IsDir() {
 		return fmt.Errorf("static pod path %s is not a readable directory", o.staticPodPath)
 	}
-	logFile, closeLog, err := kubeletlog.ToFile(o.kubeletLog)
+	logFile, closeLog, err := kubeletlog.ForProgram(cmd, o.kubeletLog)
 	if err != nil {
 		return err
 	}

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -23,6 +25,7 @@ import (
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/netns"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/podtable"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/program"
 )
 
 type clusterOptions struct {
@@ -57,7 +60,7 @@ func NewMiniclusterCommand(ctx context.Context) *cobra.Command {
 			if _, inside := netns.Inside(); o.nodeIP == "" && !inside {
 				return o.runInPrivateNetwork(ctx)
 			}
-			return o.run(ctx)
+			return o.run(ctx, cmd)
 		},
 	}
 	f := cmd.Flags()
@@ -140,14 +143,20 @@ func (o *clusterOptions) runInPrivateNetwork(ctx context.Context) error {
 		_ = child.Process.Signal(syscall.SIGINT)
 		err = <-exited
 	}
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == 1 {
+		return program.ErrReported // it printed its error
+	}
 	if err != nil {
 		return fmt.Errorf("the cluster's process: %w", err)
 	}
 	return nil
 }
 
-func (o *clusterOptions) run(ctx context.Context) error {
-	logFile, closeLog, err := kubeletlog.ToFile(o.kubeletLog)
+func (o *clusterOptions) run(ctx context.Context, cmd *cobra.Command) error {
+	// The components' log lines go to a file, and so does what etcd's client and gRPC print to
+	// stderr, even after Stop: nothing lands between this program's own lines.
+	logFile, closeLog, err := kubeletlog.ForProgram(cmd, o.kubeletLog)
 	if err != nil {
 		return err
 	}

@@ -18,11 +18,10 @@ import (
 	"context"
 	"os"
 
-	"k8s.io/component-base/cli"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/program"
 )
 
 func main() {
 	command := NewMiniclusterCommand(context.Background())
-	code := cli.Run(command)
-	os.Exit(code)
+	os.Exit(program.Run(command))
 }

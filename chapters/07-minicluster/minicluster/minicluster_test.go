@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -251,17 +252,41 @@ func TestKubeconfig(t *testing.T) {
 	assert.Equal(t, "walkthrough", raw.CurrentContext)
 }
 
-// Removing a manifest removes the static pod and its mirror. Last, since it changes the node.
-func TestZRemovingManifestRemovesMirror(t *testing.T) {
+// Removing a manifest removes the static pod and its mirror. The test adds a manifest of its
+// own and removes that one: the others' pods stay, whatever order the tests run in.
+func TestRemovingManifestRemovesMirror(t *testing.T) {
 	c := cluster(t)
 	ctx := context.Background()
-	_, err := c.WaitForMirrorPods(ctx, 2*len(c.Nodes))
+	data, err := os.ReadFile(filepath.Join(staticDir, "web.yaml"))
 	require.NoError(t, err)
-	require.NoError(t, os.Remove(filepath.Join(staticDir, "web.yaml")))
-	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	manifest := filepath.Join(staticDir, "goner.yaml")
+	require.NoError(t, os.WriteFile(manifest, []byte(strings.Replace(string(data), "name: web\n", "name: goner\n", 1)), 0o644))
+	mirrors := func(ctx context.Context) (int, error) {
 		pods, err := c.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
-		return err == nil && len(pods.Items) == 0, nil
-	}), "every web-<node> mirror pod is gone")
+		if err != nil {
+			return 0, err
+		}
+		n := 0
+		for _, p := range pods.Items {
+			if strings.HasPrefix(p.Name, "goner-") {
+				n++
+			}
+		}
+		return n, nil
+	}
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		n, err := mirrors(ctx)
+		return err == nil && n == len(c.Nodes), nil
+	}), "every node mirrors goner-<node>")
+	require.NoError(t, os.Remove(manifest))
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		n, err := mirrors(ctx)
+		return err == nil && n == 0, nil
+	}), "every goner-<node> mirror pod is gone")
+	for _, n := range c.Nodes {
+		_, err := c.Client.CoreV1().Pods("default").Get(ctx, "web-"+n.Name, metav1.GetOptions{})
+		assert.NoError(t, err, "the other static pods stay")
+	}
 }
 
 // serviceAccountToken creates a ServiceAccount and asks the TokenRequest API for its token.

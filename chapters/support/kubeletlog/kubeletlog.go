@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
 )
 
@@ -96,4 +97,35 @@ func Capture(fn func()) []string {
 		}
 	}
 	return lines
+}
+
+// ForProgram is ToFile for a program: unless path is "-", the process's standard error goes
+// to the log too (TakeOverStderr), and cmd's error output stays on the terminal, for
+// program.Run to print the command's error there.
+func ForProgram(cmd *cobra.Command, path string) (string, func(), error) {
+	name, closeLog, err := ToFile(path)
+	if err != nil || path == "-" {
+		return name, closeLog, err
+	}
+	terminal, err := TakeOverStderr(name)
+	if err != nil {
+		closeLog()
+		return "", nil, err
+	}
+	cmd.SetErr(terminal)
+	return name, closeLog, nil
+}
+
+// TakeOverStderr points this process's standard error (file descriptor 2) at the log file
+// path, for the libraries that write there directly rather than through klog — the etcd
+// client's zap logger, gRPC — so that nothing they print, even after the program is done with
+// them, lands between the program's own lines. It returns the original standard error, where
+// the program prints its own errors, and leaves fd 2 on the file until the process exits.
+func TakeOverStderr(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet log: %w", err)
+	}
+	defer func() { _ = f.Close() }()
+	return redirectStderr(f)
 }

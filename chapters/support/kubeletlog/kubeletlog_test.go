@@ -1,9 +1,16 @@
 package kubeletlog
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/program"
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/klog/v2"
@@ -40,4 +47,40 @@ func TestToFile(t *testing.T) {
 	assert.Empty(t, Capture(func() {}))
 	lines := Capture(func() { klog.InfoS("captured") })
 	require.Len(t, lines, 1)
+}
+
+// TestForProgram runs a program (this test binary, again) that takes over its standard error
+// and then fails: what libraries print to stderr lands in the log, after the program's last
+// line too, and the command's error reaches the terminal.
+func TestForProgram(t *testing.T) {
+	if os.Getenv("KUBELETLOG_PROGRAM") != "" {
+		cmd := &cobra.Command{Use: "program", RunE: func(cmd *cobra.Command, _ []string) error {
+			_, closeLog, err := ForProgram(cmd, os.Getenv("KUBELETLOG_PROGRAM"))
+			if err != nil {
+				return err
+			}
+			defer closeLog()
+			fmt.Fprintln(os.Stderr, `{"level":"warn","logger":"etcd-client","msg":"retrying of unary invoker failed"}`)
+			fmt.Fprintln(cmd.OutOrStdout(), "Stopped.")
+			return errors.New("bad input")
+		}}
+		code := program.Run(cmd)
+		fmt.Fprintln(os.Stderr, "a late line from a goroutine")
+		os.Exit(code)
+	}
+	log := filepath.Join(t.TempDir(), "components.log")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestForProgram$")
+	cmd.Env = append(os.Environ(), "KUBELETLOG_PROGRAM="+log)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	assert.Equal(t, 1, exit.ExitCode())
+	assert.Equal(t, "Stopped.\n", stdout.String())
+	assert.Equal(t, "error: bad input\n", stderr.String(), "only the command's error reaches the terminal")
+	data, err := os.ReadFile(log)
+	require.NoError(t, err)
+	assert.Contains(t, string(data), "retrying of unary invoker failed")
+	assert.Contains(t, string(data), "a late line from a goroutine")
 }
