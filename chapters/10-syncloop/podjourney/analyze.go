@@ -142,9 +142,12 @@ type Evidence struct {
 	names, startNames map[xtrace.GoID]string
 }
 
-// waitReasons are the blocks a wake-up is followed through: channel operations and the sync
-// package. Sleeps, the network and the garbage collector are not causes inside the kubelet.
-var waitReasons = map[string]bool{"chan receive": true, "chan send": true, "select": true, "sync": true, "sync.(*Cond).Wait": true}
+// waitReasons are the blocks a wake-up is followed through: channel operations and condition
+// variables, how the kubelet's goroutines hand each other work. Sleeps, the network and the
+// garbage collector are not causes inside the kubelet; neither is a mutex ("sync"): the
+// goroutine that unlocks it did not ask for anything, it only was in the way (klog's own lock,
+// for one, when two goroutines log at once).
+var waitReasons = map[string]bool{"chan receive": true, "chan send": true, "select": true, "sync.(*Cond).Wait": true}
 
 // ReadEvidence reads an execution trace.
 func ReadEvidence(data []byte) (*Evidence, error) {

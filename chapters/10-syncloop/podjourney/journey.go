@@ -45,6 +45,7 @@ type Options struct {
 
 // Phase names, in the order the journey runs them.
 const (
+	PhaseStart  = "start"
 	PhaseAdd    = "add"
 	PhaseEdit   = "edit"
 	PhaseDelete = "delete"
@@ -68,6 +69,9 @@ type Recording struct {
 }
 
 const podName = "web"
+
+// runtimeLatency is how late the probed CRI calls are answered (see runtimeProbe).
+const runtimeLatency = 5 * time.Millisecond
 
 // settleTime is how long the kubelet must have been quiet before each file operation.
 const settleTime = 200 * time.Millisecond
@@ -128,7 +132,7 @@ func Record(ctx context.Context, opts Options) (*Recording, error) {
 		StaticPodPath: dir,
 		SecurePort:    -1,
 		Dependencies: func(deps *kubelet.Dependencies) {
-			deps.RemoteRuntimeService = &runtimeProbe{RuntimeService: deps.RemoteRuntimeService, book: book}
+			deps.RemoteRuntimeService = &runtimeProbe{RuntimeService: deps.RemoteRuntimeService, book: book, latency: runtimeLatency}
 			deps.TracerProvider = tracerProbe{book: book}
 		},
 	})

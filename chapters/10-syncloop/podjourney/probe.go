@@ -144,9 +144,16 @@ func (b *notebook) containerUID(id string) string {
 
 // runtimeProbe is the CRI runtime service the kubelet gets: the real client, with the calls
 // that change a pod's sandbox or containers, and the reads PLEG makes, noted first.
+//
+// It also answers each of these calls latency late. The fake runtime answers in microseconds;
+// a real one takes milliseconds (containerd's RunPodSandbox, hundreds). At the fake's speed,
+// PLEG can relist a pod and the sync loop hand the pod worker its next update before the
+// worker is back waiting for it, and the trace then has no wake-up to show; a few
+// milliseconds per call give the kubelet the timing it has on a node.
 type runtimeProbe struct {
 	internalapi.RuntimeService
-	book *notebook
+	book    *notebook
+	latency time.Duration
 }
 
 func (r *runtimeProbe) cri(name, uid string) {
@@ -202,6 +209,11 @@ func (r *runtimeProbe) RemoveContainer(ctx context.Context, containerID string) 
 	return r.RuntimeService.RemoveContainer(ctx, containerID)
 }
 
+func (r *runtimeProbe) Status(ctx context.Context, verbose bool) (*runtimeapi.StatusResponse, error) {
+	r.cri("Status", "")
+	return r.RuntimeService.Status(ctx, verbose)
+}
+
 func (r *runtimeProbe) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
 	pcs := make([]uintptr, 64)
 	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
@@ -214,6 +226,7 @@ func (r *runtimeProbe) ListPodSandbox(ctx context.Context, filter *runtimeapi.Po
 		}
 	}
 	r.book.add(note{Category: categoryCRI, Name: "ListPodSandbox", Callers: callers})
+	time.Sleep(r.latency)
 	return r.RuntimeService.ListPodSandbox(ctx, filter)
 }
 

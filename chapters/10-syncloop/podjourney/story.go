@@ -126,6 +126,21 @@ func (b *builder) woken(g xtrace.GoID, from, to xtrace.Time) {
 	b.edges(out)
 }
 
+// created adds the goroutines g created between from and to that run kubelet code (a
+// goroutine of the Go library alone, as net.LookupIP starts, has no name to show).
+func (b *builder) created(g xtrace.GoID, from, to xtrace.Time) {
+	var out []Edge
+	for _, in := range b.ev.In {
+		for _, e := range in {
+			if e.From == g && e.Create && e.Time > from && e.Time < to && !strings.HasPrefix(b.ev.Name(e.To), "goroutine ") {
+				out = append(out, e)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b Edge) int { return int(a.Time - b.Time) })
+	b.edges(out)
+}
+
 // lastWake is the latest wake-up of g in (from, to), by any kubelet goroutine.
 func (b *builder) lastWake(g xtrace.GoID, from, to xtrace.Time) (Edge, bool) {
 	in := b.ev.In[g]
@@ -144,6 +159,23 @@ func Build(rec *Recording, ev *Evidence) (*Journey, error) {
 	isWorker := func(worker xtrace.GoID) func(xtrace.GoID) bool {
 		return func(g xtrace.GoID) bool { return g == worker }
 	}
+
+	// start: the first runtime status check outside NewMainKubelet, on the goroutine Run starts
+	// for updateRuntimeUp, and the goroutines that goroutine starts next, before any pod.
+	b.phase = PhaseStart
+	var status Hit
+	for _, h := range ev.Hits {
+		if h.Name == "Status" && !ev.Ours[h.G] {
+			status = h
+			break
+		}
+	}
+	if status.G == 0 {
+		return nil, fmt.Errorf("start: the trace has no runtime status check by the kubelet")
+	}
+	b.edges(ev.Chain(status.G, status.Time, status.Stack, func(g xtrace.GoID) bool { return ev.Ours[g] }))
+	b.hit(status)
+	b.created(status.G, status.Time, ev.Marks[PhaseAdd])
 
 	// add: from the inotify event to the pod worker's first CRI call, then PLEG's relist and
 	// the second SyncPod it causes, which reports the pod Running to the status manager.
@@ -249,6 +281,7 @@ func Build(rec *Recording, ev *Evidence) (*Journey, error) {
 
 // phaseTitles say what was done to the static pod directory.
 var phaseTitles = map[string]string{
+	PhaseStart:  "start: before any pod, the runtime is checked and the runtime-dependent modules start",
 	PhaseAdd:    "add: web.yaml appears in the static pod directory",
 	PhaseEdit:   "edit: web.yaml is replaced by a version with another label",
 	PhaseDelete: "delete: web.yaml is removed",
