@@ -111,6 +111,10 @@ type Edge struct {
 	// a creation); Reason is why it was waiting ("chan receive", "select", "sync", ...).
 	Blocked Stack
 	Reason  string
+	// Opaque marks a wake-up from outside the kubelet's code: a timer, the network poller, or
+	// a goroutine running no kubelet code (gRPC's transport). It ends a chain: the story of
+	// why this goroutine ran starts there.
+	Opaque bool
 }
 
 // Hit is one probe firing: a CRI call or a span the kubelet opened or closed.
@@ -125,9 +129,9 @@ type Hit struct {
 
 // Evidence is what the trace holds about the kubelet's goroutines.
 type Evidence struct {
-	// In lists, per goroutine, the edges that made it runnable, in time order. Only edges
-	// whose creator or waker was in teaching code are kept: a goroutine woken by the network
-	// poller, a timer or gRPC's transport has no edge.
+	// In lists, per goroutine, the edges that made it runnable, in time order: creations by
+	// kubelet code, and wake-ups from a channel operation or a condition variable (opaque when
+	// the waker was not kubelet code).
 	In map[xtrace.GoID][]Edge
 	// Ended is when each goroutine that returned did so.
 	Ended map[xtrace.GoID]xtrace.Time
@@ -214,8 +218,9 @@ func ReadEvidence(data []byte) (*Evidence, error) {
 				b := blocked[g]
 				delete(blocked, g)
 				ev.name(e.Goroutine(), by)
-				if e.Goroutine() != xtrace.NoGoroutine && len(by) > 0 && waitReasons[b.reason] {
-					ev.In[g] = append(ev.In[g], Edge{Time: e.Time(), From: e.Goroutine(), To: g, Stack: by, Blocked: b.stack, Reason: b.reason})
+				if waitReasons[b.reason] {
+					opaque := e.Goroutine() == xtrace.NoGoroutine || len(by) == 0
+					ev.In[g] = append(ev.In[g], Edge{Time: e.Time(), From: e.Goroutine(), To: g, Stack: by, Blocked: b.stack, Reason: b.reason, Opaque: opaque})
 				}
 			case to == xtrace.GoNotExist:
 				ev.Ended[g] = e.Time()
@@ -270,7 +275,9 @@ func resumes(blocked, at Stack) bool {
 }
 
 // Cause finds what made goroutine g do what it did at time t with stack at: the latest edge
-// into g before t that was g's creation, or a wake-up that resumed the path to at.
+// into g before t that was g's creation, or a wake-up that resumed the path to at. A wake-up
+// from outside the kubelet (a ticker firing the sync loop's select) is a cause too, one the
+// trace cannot follow further: then there is none to return.
 func (ev *Evidence) Cause(g xtrace.GoID, t xtrace.Time, at Stack) (Edge, bool) {
 	in := ev.In[g]
 	for i := len(in) - 1; i >= 0; i-- {
@@ -279,7 +286,7 @@ func (ev *Evidence) Cause(g xtrace.GoID, t xtrace.Time, at Stack) (Edge, bool) {
 			continue
 		}
 		if e.Create || resumes(e.Blocked, at) {
-			return e, true
+			return e, !e.Opaque
 		}
 	}
 	return Edge{}, false

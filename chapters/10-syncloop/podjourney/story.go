@@ -117,7 +117,7 @@ func (b *builder) woken(g xtrace.GoID, from, to xtrace.Time) {
 	var out []Edge
 	for _, in := range b.ev.In {
 		for _, e := range in {
-			if e.From == g && !e.Create && e.Time > from && e.Time < to && !b.ev.Ours[e.To] && !strings.HasPrefix(b.ev.Name(e.To), "goroutine ") {
+			if e.From == g && !e.Create && !e.Opaque && e.Time > from && e.Time < to && !b.ev.Ours[e.To] && !strings.HasPrefix(b.ev.Name(e.To), "goroutine ") {
 				out = append(out, e)
 			}
 		}
@@ -145,7 +145,7 @@ func (b *builder) created(g xtrace.GoID, from, to xtrace.Time) {
 func (b *builder) lastWake(g xtrace.GoID, from, to xtrace.Time) (Edge, bool) {
 	in := b.ev.In[g]
 	for i := len(in) - 1; i >= 0; i-- {
-		if e := in[i]; !e.Create && e.Time > from && e.Time < to {
+		if e := in[i]; !e.Create && !e.Opaque && e.Time > from && e.Time < to {
 			return e, true
 		}
 	}
@@ -231,9 +231,8 @@ func Build(rec *Recording, ev *Evidence) (*Journey, error) {
 		b.edge(e)
 	}
 	b.hit(terminated)
-	if ended, ok := ev.Ended[worker]; ok {
+	if _, ok := ev.Ended[worker]; ok {
 		b.add(Entry{Phase: b.phase, Actor: ev.Name(worker), Verb: "returns"})
-		_ = ended
 	}
 	if rec.WaitedForRestart {
 		started, err := b.find(terminated.Time, "syncPod", newUID)
