@@ -2,10 +2,11 @@
 //
 // It starts the real kubelet in this process (chapters/04-runkubelet/realkubelet: kubemark's
 // hollow dependencies, a fake CRI runtime behind a real gRPC socket), records Go's execution
-// trace (runtime/trace) while it drops a manifest into the static pod directory, edits it and
-// deletes it, and reads the trace back (golang.org/x/exp/trace). Two kinds of probe mark the
-// moments that matter (probe.go): each CRI call the kubelet makes, and each span the kubelet
-// opens (SyncPod, SyncTerminatingPod, SyncTerminatedPod). From a probe, the trace leads back
+// trace (runtime/trace) from before the kubelet starts while it drops a manifest into the static
+// pod directory, edits it and deletes it, and reads the trace back (golang.org/x/exp/trace).
+// Two kinds of probe mark the moments that matter (probe.go): each CRI call the kubelet makes,
+// and each span the kubelet opens (SyncPod, SyncTerminatingPod, SyncTerminatedPod). From a
+// probe, the trace leads back
 // through the scheduler's own records — which goroutine created this one, which goroutine
 // woke it from which wait — to the inotify event that started it all (analyze.go). What is
 // printed is that evidence (story.go); nothing in this package lists the kubelet's functions.
