@@ -2,7 +2,9 @@ package staticpods
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -27,34 +29,77 @@ func corpusDir(t *testing.T) string {
 	return dir
 }
 
-// Every file of the corpus, decoded by the kubelet's code and by the toy's: both refuse it, or
-// both make the same pod.
+// A seed is one file under testdata/, its bytes as a manifest.
+type seed struct {
+	path string // relative to testdata/
+	data []byte
+}
+
+// seeds reads every file under testdata/ — the corpus, its sub-directories, symlinks followed —
+// except testdata/fuzz/, which the go command reads itself as the fuzzer's own corpus. The one
+// file that cannot be read is the corpus's dangling symlink, on purpose; any other read error
+// fails.
+func seeds(t testing.TB) []seed {
+	t.Helper()
+	var out []seed
+	require.NoError(t, filepath.WalkDir("testdata", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path == filepath.Join("testdata", "fuzz") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			st, err := os.Stat(path)
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // dangling.yaml: a symlink to nothing, refused before any decoding
+			}
+			if err == nil && st.IsDir() {
+				return nil // a symlink to a directory: its files are walked where they live
+			}
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		out = append(out, seed{strings.TrimPrefix(path, "testdata"+string(filepath.Separator)), data})
+		return nil
+	}))
+	require.NotEmpty(t, out, "no seeds under testdata/")
+	return out
+}
+
+// sameDecode decodes data as the manifest at source on node, with the kubelet's code and with
+// the toy's, and requires that both refuse it or both make the same pod, field by field. It
+// reports whether they accepted it. The corpus test and the fuzzer both compare through it.
+func sameDecode(t testing.TB, data []byte, source string, node types.NodeName) (accepted bool) {
+	t.Helper()
+	want, wantErr := realDecode(bytes.Clone(data), source, node)
+	got, gotErr := Decode(data, source, node)
+	if wantErr != nil {
+		require.Error(t, gotErr, "the kubelet refuses it (%v), the toy accepts", wantErr)
+		return false
+	}
+	require.NoError(t, gotErr, "the kubelet accepts it, the toy refuses")
+	require.Equal(t, want, got, "the kubelet's pod, then the toy's")
+	return true
+}
+
+// Every file under testdata/, decoded by the kubelet's code and by the toy's: both refuse it, or
+// both make the same pod. These are the fuzzer's seeds too.
 func TestDecodeMatchesKubelet(t *testing.T) {
 	dir := corpusDir(t)
-	var files []string
-	require.NoError(t, filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			files = append(files, path)
-		}
-		return err
-	}))
 	accepted := 0
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			continue // the dangling symlink
-		}
+	for _, s := range seeds(t) {
+		file := filepath.Join(filepath.Dir(dir), s.path)
 		for _, node := range nodes {
-			t.Run(filepath.Base(file)+"@"+string(node), func(t *testing.T) {
-				want, wantErr := realDecode(data, file, node)
-				got, gotErr := Decode(data, file, node)
-				if wantErr != nil {
-					require.Error(t, gotErr, "the kubelet refuses it: %v", wantErr)
-					return
+			t.Run(s.path+"@"+string(node), func(t *testing.T) {
+				if sameDecode(t, s.data, file, node) {
+					accepted++
 				}
-				require.NoError(t, gotErr)
-				assert.Equal(t, want, got)
-				accepted++
 			})
 		}
 	}
@@ -253,31 +298,30 @@ func TestEditsMatchKubelet(t *testing.T) {
 	}
 }
 
-// FuzzDecode feeds arbitrary bytes to both decoders: neither may panic, both must accept or
-// refuse alike, and where they accept the pods must be equal.
+// FuzzDecode feeds arbitrary bytes to both decoders, on each node of nodes (one whose name is
+// valid, so that pods are accepted, and one whose upper case makes every pod invalid): neither
+// may panic, both must accept or refuse alike, and where they accept the pods must be equal.
+// Its seeds are every file under testdata/ (and testdata/fuzz/FuzzDecode, read by the go
+// command); before fuzzing it checks that the kubelet accepts some of them, so the target cannot
+// decay into comparing refusals only — sameDecode then requires the toy to accept them too.
+//
+//	go test -run '^$' -fuzz FuzzDecode -fuzztime 2m ./chapters/06-static-pods/staticpods/
 func FuzzDecode(f *testing.F) {
-	entries, err := os.ReadDir("testdata/manifests")
-	require.NoError(f, err)
-	for _, e := range entries {
-		if data, err := os.ReadFile(filepath.Join("testdata/manifests", e.Name())); err == nil {
-			f.Add(data)
+	const source = "/etc/kubernetes/manifests/fuzz.yaml"
+	all := append(seeds(f), seed{"json", []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"j"},"spec":{"containers":[{"name":"c","image":"i"}]}}`)})
+	accepted := 0
+	for _, s := range all {
+		f.Add(s.data)
+		for _, node := range nodes {
+			if _, err := realDecode(bytes.Clone(s.data), source, node); err == nil {
+				accepted++
+			}
 		}
 	}
-	f.Add([]byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"j"},"spec":{"containers":[{"name":"c","image":"i"}]}}`))
+	require.Greater(f, accepted, 5, "the kubelet must accept some seeds, or the fuzzer compares refusals only")
 	f.Fuzz(func(t *testing.T, data []byte) {
-		want, wantErr := realDecode(bytes.Clone(data), "/etc/kubernetes/manifests/fuzz.yaml", "Fuzz-Node")
-		got, gotErr := Decode(data, "/etc/kubernetes/manifests/fuzz.yaml", "Fuzz-Node")
-		if wantErr != nil {
-			if gotErr == nil {
-				t.Fatalf("the kubelet refuses (%v), the toy accepts", wantErr)
-			}
-			return
-		}
-		if gotErr != nil {
-			t.Fatalf("the kubelet accepts, the toy refuses: %v", gotErr)
-		}
-		if !assert.Equal(t, want, got) {
-			t.FailNow()
+		for _, node := range nodes {
+			sameDecode(t, data, source, node)
 		}
 	})
 }
