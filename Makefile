@@ -114,3 +114,112 @@ update-golden: ## Rewrite the sample outputs in the chapter READMEs from real ru
 .PHONY: bench
 bench: ## Run the benchmarks (side-by-side comparisons, see the chapter notes).
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem ./...
+
+##@ Node
+
+# Chapter 09's node, built from pinned sources into .bin/node: no prebuilt download, no registry.
+# Each target is incremental: the go command relinks only what changed (the build cache), and a
+# progress line shows when there is more than a relink to do. One place for the versions, each
+# with its source; TestMakefileVersions (chapters/09-node/nodeimages) holds them against those
+# sources, so that a bump of go.mod cannot silently leave one behind. `make node-versions` lists them.
+NODE            := $(BIN)/node
+# The node's Debian root filesystem (chapter 09 writes it): the shared libraries of the images'
+# cgo-linked binaries and kube-proxy's iptables and nft tools come from there.
+NODE_ROOTFS     ?= $(NODE)/rootfs
+# Every node binary is stripped of its symbol table and DWARF, as kubernetes' and containerd's
+# release builds are (hack/lib/golang.sh, containerd's Makefile): a third smaller, a quicker link.
+# Go's own tables stay, so a panic still names its functions.
+NODE_STRIP      := -s -w
+# Release builds stamp gitMajor, gitMinor and gitTreeState as well (hack/lib/version.sh); kubeadm
+# refuses a version it cannot parse. The major and minor come from K8S_VERSION (go.mod). Unlike
+# release builds, no -trimpath and no release build tags: those would change every package's
+# build and give up the chapters' build cache (stamps and stripping change only the link).
+K8S_MAJOR       := $(word 1,$(subst ., ,$(K8S_VERSION:v%=%)))
+K8S_MINOR       := $(word 2,$(subst ., ,$(K8S_VERSION:v%=%)))
+NODE_K8S_LDFLAGS := $(NODE_STRIP) $(GO_LDFLAGS) -X k8s.io/component-base/version.gitMajor=$(K8S_MAJOR) \
+  -X k8s.io/component-base/version.gitMinor=$(K8S_MINOR) -X k8s.io/component-base/version.gitTreeState=clean
+# go.mod: the etcd server the chapters link is the etcd the node runs.
+ETCD_VERSION    := $(shell $(GO) list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
+# kubeadm's constants.go, DefaultEtcdVersion: etcd's version, then the image's revision (-0).
+ETCD_IMAGE_TAG  := $(ETCD_VERSION:v%=%)-0
+# kubeadm's constants.go, CoreDNSVersion (build/dependencies.yaml "coredns-kubeadm").
+COREDNS_VERSION := v1.14.6
+# kubeadm's constants.go, PauseVersion.
+PAUSE_VERSION   := 3.10.2
+# containerd's RELEASES.md (Kubernetes support): 1.37 is supported by 2.4.0+ and 2.3.0+.
+CONTAINERD_VERSION := v2.4.2
+# containerd's script/setup/runc-version at CONTAINERD_VERSION: the runc containerd is tested with.
+RUNC_VERSION    := v1.5.2
+# kubernetes' build/dependencies.yaml, "crictl" (1.36.0; the module proxy serves it).
+CRICTL_VERSION  := v1.36.0
+# kubernetes' build/dependencies.yaml, "cni".
+CNI_VERSION     := v1.9.1
+# runc's Makefile builds with "seccomp urfave_cli_no_docs libpathrs"; libpathrs is a Rust library
+# that Debian bookworm does not package, and runc works without it (its pure-Go fallback).
+RUNC_TAGS       := seccomp urfave_cli_no_docs
+
+.PHONY: node-versions
+node-versions: ## Print the node components' versions (one NAME=value a line).
+	@printf '%s\n' K8S_VERSION=$(K8S_VERSION) ETCD_VERSION=$(ETCD_VERSION) ETCD_IMAGE_TAG=$(ETCD_IMAGE_TAG) \
+	  COREDNS_VERSION=$(COREDNS_VERSION) PAUSE_VERSION=$(PAUSE_VERSION) CONTAINERD_VERSION=$(CONTAINERD_VERSION) \
+	  RUNC_VERSION=$(RUNC_VERSION) CRICTL_VERSION=$(CRICTL_VERSION) CNI_VERSION=$(CNI_VERSION)
+
+.PHONY: node-kubernetes
+node-kubernetes: ## kubeadm, kubelet, kubectl into .bin/node/bin, the control plane and kube-proxy into .bin/node/images (go.mod's kubernetes).
+	@LDFLAGS='$(NODE_K8S_LDFLAGS)' .ci/go-progress $(NODE)/bin/ $(addprefix k8s.io/kubernetes/cmd/,kubeadm kubelet kubectl)
+	@LDFLAGS='$(NODE_K8S_LDFLAGS)' .ci/go-progress $(NODE)/images/ \
+	  $(addprefix k8s.io/kubernetes/cmd/,kube-apiserver kube-controller-manager kube-scheduler kube-proxy)
+
+.PHONY: node-etcd
+node-etcd: ## etcd into .bin/node/images (go.mod's go.etcd.io/etcd/server/v3).
+	@LDFLAGS='$(NODE_STRIP)' .ci/go-progress $(NODE)/images/etcd go.etcd.io/etcd/server/v3
+
+# The version as containerd's Makefile stamps it (git describe: v2.4.2). The commits the upstream
+# Makefiles stamp too (containerd's Revision, runc's gitCommit, etcd's GitSHA, CoreDNS's GitCommit)
+# are left empty: a module zip carries no commit, and the module cache does not always keep it.
+CONTAINERD_LDFLAGS := $(NODE_STRIP) -X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION)
+
+.PHONY: node-containerd
+node-containerd: ## containerd, containerd-shim-runc-v2, ctr into .bin/node/bin.
+	@TAGS=no_btrfs LDFLAGS='$(CONTAINERD_LDFLAGS)' .ci/go-progress $(NODE)/bin/ $(foreach c,containerd containerd-shim-runc-v2 ctr,github.com/containerd/containerd/v2/cmd/$(c)@$(CONTAINERD_VERSION))
+
+.PHONY: node-runc
+node-runc: ## runc into .bin/node/bin (cgo, with seccomp: needs Debian's libseccomp-dev).
+	@pkg-config --exists libseccomp || { echo "runc's seccomp support needs libseccomp-dev and pkg-config: apt-get install libseccomp-dev pkg-config"; exit 1; }
+	@CGO_ENABLED=1 TAGS='$(RUNC_TAGS)' LDFLAGS='$(NODE_STRIP)' .ci/go-progress $(NODE)/bin/ github.com/opencontainers/runc@$(RUNC_VERSION)
+
+.PHONY: node-crictl
+node-crictl: ## crictl into .bin/node/bin.
+	@LDFLAGS='$(NODE_STRIP) -X sigs.k8s.io/cri-tools/pkg/version.Version=$(CRICTL_VERSION:v%=%)' \
+	  .ci/go-progress $(NODE)/bin/ sigs.k8s.io/cri-tools/cmd/crictl@$(CRICTL_VERSION)
+
+.PHONY: node-cni
+node-cni: ## The CNI plugins bridge, host-local, loopback, portmap into .bin/node/cni.
+	@LDFLAGS='$(NODE_STRIP) -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$(CNI_VERSION)' \
+	  .ci/go-progress $(NODE)/cni/ $(foreach p,main/bridge ipam/host-local main/loopback meta/portmap,github.com/containernetworking/plugins/plugins/$(p)@$(CNI_VERSION))
+
+.PHONY: node-coredns
+node-coredns: ## coredns into .bin/node/images.
+	@LDFLAGS='$(NODE_STRIP)' .ci/go-progress $(NODE)/images/ github.com/coredns/coredns@$(COREDNS_VERSION)
+
+.PHONY: node-pause
+node-pause: ## Our pause program (chapters/09-node/pause), static, into .bin/node/images.
+	@CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(NODE_STRIP) -X main.version=$(PAUSE_VERSION)' -o $(NODE)/images/pause ./chapters/09-node/pause
+
+.PHONY: node-binaries
+node-binaries: node-kubernetes node-etcd node-containerd node-runc node-crictl node-cni node-coredns node-pause ## Every binary of the node.
+
+.PHONY: node-images
+node-images: ## The images kubeadm asks for, as docker archives in .bin/node/image-archives (needs NODE_ROOTFS).
+	@test -d $(NODE_ROOTFS)/usr/sbin || { echo "no root filesystem at $(NODE_ROOTFS): the images take their libraries and kube-proxy's iptables from it (set NODE_ROOTFS=…)"; exit 1; }
+	@$(GO) build -o $(BIN)/buildimages ./chapters/09-node/buildimages
+	@$(BIN)/buildimages --binaries $(NODE)/images --library-root $(NODE_ROOTFS) --out $(NODE)/image-archives \
+	  --kubernetes-version $(K8S_VERSION) --etcd-version $(ETCD_IMAGE_TAG) --coredns-version $(COREDNS_VERSION) --pause-version $(PAUSE_VERSION)
+
+.PHONY: node-components
+node-components: node-binaries ## Every binary of the node, then its images.
+	@$(MAKE) --no-print-directory node-images
+
+.PHONY: node-clean
+node-clean: ## Remove the node's binaries and images (not the root filesystem).
+	rm -rf $(NODE)/bin $(NODE)/cni $(NODE)/images $(NODE)/image-archives $(BIN)/buildimages
