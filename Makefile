@@ -17,7 +17,9 @@ CHAPTERS    := $(notdir $(wildcard chapters/[0-9][0-9]-*))
 # start the real kubelet (realkubelet, minicluster, and what imports them) are left out: the
 # kubelet's own data races are not ours to fix.
 REAL        := chapters/04-runkubelet/realkubelet chapters/07-minicluster/minicluster
-RACE_PKGS    = $(shell $(GO) list -f '{{.ImportPath}} {{join .Deps " "}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | grep -v -e '$(word 1,$(REAL))' -e '$(word 2,$(REAL))' | cut -d' ' -f1)
+# The node's tests boot a whole node (a minute): once, in test-unit, is enough.
+NODE_PKG    := chapters/09-node/node
+RACE_PKGS    = $(shell $(GO) list -f '{{.ImportPath}} {{join .Deps " "}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | grep -v -e '$(word 1,$(REAL))' -e '$(word 2,$(REAL))' -e '$(NODE_PKG)' | cut -d' ' -f1)
 TEST_FLAGS  ?=
 K8S         ?=
 BENCH       ?= .
@@ -54,7 +56,7 @@ check: ## Check a workshop exercise against your current cluster: make check EX=
 ##@ Test
 
 .PHONY: test
-test: verify verify-notes test-unit test-race test-readmes ## Everything CI checks (.ci/run calls this).
+test: verify verify-notes test-node-components test-unit test-race test-readmes ## Everything CI checks (.ci/run calls this).
 
 # A cold build of a kubelet chapter takes minutes on 2 cores, and some tests build chapters.
 TIMEOUT     ?= 45m
@@ -81,14 +83,24 @@ test-unit: ## go test every package in random order (the README runs are test-re
 test-race: ## go test -race on our concurrent code (not the packages that start the real kubelet).
 	$(GO) test -count=1 -race -shuffle=on -timeout $(TIMEOUT) -skip '^TestChapterREADMEs$$' $(TEST_FLAGS) $(RACE_PKGS)
 
+.PHONY: test-node-components
+test-node-components: ## Build chapter 09's node when this machine can run it (root); say why not otherwise.
+	@if [ "$$(id -u)" = 0 ]; then \
+	  $(MAKE) --no-print-directory node-components; \
+	elif [ "$${CI:-}" = true ]; then \
+	  echo "CI=true: chapter 09's node tier needs root (namespaces, cgroups, debootstrap)"; exit 1; \
+	else \
+	  echo "Skipped: chapter 09's node (its tests skip too): it needs root — sudo -E make test runs it."; \
+	fi
+
 .PHONY: test-readmes
 test-readmes: ## Run every chapter README's commands and compare their output, as this host and as a cgroup v2 host.
 	$(GO) test -count=$(README_RUNS) -timeout $(TIMEOUT) -run '^TestChapterREADMEs$$' $(TEST_FLAGS) ./chapters/
 	@if [ "$$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ]; then \
 	  echo "This host is cgroup v2: the samples for cgroup v1 hosts are checked by CI."; \
 	elif [ "$$(id -u)" = 0 ]; then \
-	  echo ".ci/cgroup-v2 $(GO) test … ./chapters/   # the same READMEs as a cgroup v2 host"; \
-	  .ci/cgroup-v2 $(GO) test -count=1 -timeout $(TIMEOUT) -run '^TestChapterREADMEs$$' $(TEST_FLAGS) ./chapters/; \
+	  echo ".ci/cgroup-v2 $(GO) test … ./chapters/   # the same READMEs as a cgroup v2 host (but chapter 09: its node needs the machine's own cgroups)"; \
+	  .ci/cgroup-v2 $(GO) test -count=1 -timeout $(TIMEOUT) -run '^TestChapterREADMEs$$' -skip '^TestChapterREADMEs/09-node$$' $(TEST_FLAGS) ./chapters/; \
 	elif [ "$${CI:-}" = true ]; then \
 	  echo "CI=true: the READMEs must also be run as a cgroup v2 host, which on this cgroup v1 host needs root"; exit 1; \
 	else \
@@ -216,9 +228,21 @@ node-images: ## The images kubeadm asks for, as docker archives in .bin/node/ima
 	@$(BIN)/buildimages --binaries $(NODE)/images --library-root $(NODE_ROOTFS) --out $(NODE)/image-archives \
 	  --kubernetes-version $(K8S_VERSION) --etcd-version $(ETCD_IMAGE_TAG) --coredns-version $(COREDNS_VERSION) --pause-version $(PAUSE_VERSION)
 
+.PHONY: node-rootfs
+node-rootfs: ## The node's root filesystem in .bin/node/rootfs: Debian bookworm by debootstrap (root; about a minute, once).
+	@$(GO) build -o $(BIN)/09-node ./chapters/09-node
+	@$(BIN)/09-node rootfs --rootfs $(NODE_ROOTFS)
+
 .PHONY: node-components
-node-components: node-binaries ## Every binary of the node, then its images.
+node-components: node-binaries node-rootfs ## Every binary of the node, its root filesystem, then its images.
 	@$(MAKE) --no-print-directory node-images
+
+.PHONY: minikube
+minikube: ## Build .bin/minikube, the minikube command for chapter 09's node (next to .bin/node).
+	@$(GO) build -o $(BIN)/minikube ./chapters/09-node/minikube
+
+# Chapter 09 needs its components and root filesystem first.
+run-09-node: node-components
 
 .PHONY: node-clean
 node-clean: ## Remove the node's binaries and images (not the root filesystem).
