@@ -6,14 +6,13 @@
 // Which images, and their names: `kubeadm config images list --kubernetes-version v1.37.2`, that
 // is cmd/kubeadm/app/images/images.go#L96-L126 (GetControlPlaneImages). What each image must
 // hold is what the manifests that kubeadm writes run in it:
-//   - kube-apiserver, kube-controller-manager, kube-scheduler: the command is the bare name
-//     ("kube-apiserver", cmd/kubeadm/app/phases/controlplane/manifests.go#L213), found on PATH;
-//   - etcd: "etcd" on PATH (cmd/kubeadm/app/phases/etcd/local.go#L282);
-//   - kube-proxy: /usr/local/bin/kube-proxy (cmd/kubeadm/app/phases/addons/proxy/manifests.go#L78-L81),
+//   - kube-apiserver, kube-controller-manager, kube-scheduler: the command is the bare name,
+//     found on PATH (cmd/kubeadm/app/phases/controlplane/manifests.go#L213 (command := []string{"kube-apiserver"}));
+//   - etcd: "etcd" on PATH (cmd/kubeadm/app/phases/etcd/local.go#L282 (command := []string{"etcd"}));
+//   - kube-proxy: /usr/local/bin/kube-proxy (cmd/kubeadm/app/phases/addons/proxy/manifests.go#L79 (- /usr/local/bin/kube-proxy)),
 //     and the iptables and nft programs it runs (pkg/util/iptables, sigs.k8s.io/knftables);
-//   - CoreDNS: no command, only args ("-conf", "/etc/coredns/Corefile",
-//     cmd/kubeadm/app/phases/addons/dns/manifests.go#L109): the image's entrypoint is /coredns, as
-//     in CoreDNS's own Dockerfile;
+//   - CoreDNS: no command, only args (cmd/kubeadm/app/phases/addons/dns/manifests.go#L109 (args: [ "-conf", "/etc/coredns/Corefile" ])):
+//     the image's entrypoint is /coredns, as in CoreDNS's own Dockerfile;
 //   - pause: /pause, run as 65535:65535 (build/pause/Dockerfile).
 //
 // Each image has no /etc/passwd (everything runs as root, or as a numeric user) and no shell.
@@ -47,8 +46,8 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// Repository is kubeadm's default image repository (cmd/kubeadm/app/apis/kubeadm/v1beta4/defaults.go#L44,
-// DefaultImageRepository).
+// Repository is kubeadm's default image repository
+// (cmd/kubeadm/app/apis/kubeadm/v1beta4/defaults.go#L44 (DefaultImageRepository = "registry.k8s.io")).
 const Repository = "registry.k8s.io"
 
 // Versions are the tags of the images, as kubeadm v1.37.2 names them.
