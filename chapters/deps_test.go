@@ -170,12 +170,14 @@ func chapterOf(pkg string) (n int, ok bool) {
 }
 
 // forwardImports are the imports of a later chapter that the layout allows, each with its
-// reason. There is one: the toy kubelet of chapter 05 takes its pods from chapter 06's file
-// source, because in the real kubelet too the pod sources (makePodSourceConfig, in
-// NewMainKubelet) exist before Bootstrap.Run consumes them; chapter 05 teaches the interface,
-// chapter 06 the source behind it, proved equal to the kubelet's.
+// reason. The toy kubelet of chapter 05 takes its pods from chapter 06's file source, because in
+// the real kubelet too the pod sources (makePodSourceConfig, in NewMainKubelet) exist before
+// Bootstrap.Run consumes them; chapter 05 teaches the interface, chapter 06 the source behind
+// it, proved equal to the kubelet's. And chapter 08's client is proved on chapter 09's node by
+// a package of tests only (nodee2e): what the client is, it is without chapter 09.
 var forwardImports = map[[2]string]string{
 	{"chapters/05-bootstrap/toykubelet", "chapters/06-static-pods/staticpods"}: "the toy's pod source is chapter 06's lesson",
+	{"chapters/08-client/nodee2e", "chapters/09-node/node"}:                    "the client's proof on a kubeadm node; tests only",
 }
 
 // importProblems applies the layout's rule to one package's imports: a chapter builds on
