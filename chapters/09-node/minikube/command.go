@@ -33,7 +33,7 @@ func NewMinikubeCommand(ctx context.Context) *cobra.Command {
 		Long: `minikube's commands, for kubelet-walkthrough's node (chapter 09): the real kubeadm, kubelet,
 containerd and runc, with systemd as PID 1, in private namespaces of this machine instead of a Docker
 container. It runs what a workshop tells a minikube user to type: start (--extra-config as minikube
-routes it), ssh, cp, ip, kubectl, status, stop, delete, logs. It needs root.
+routes it), ssh, cp, ip, kubectl, status, stop, delete, logs, image build and ls. It needs root.
 
 Where it differs from minikube (chapters/09-node/README.md has the list): one driver, one node, the
 Kubernetes version the components were built at, the bridge CNI instead of kindnet, no addons.`,
@@ -59,7 +59,7 @@ Kubernetes version the components were built at, the bridge CNI instead of kindn
 	f.StringVar(&o.components, "components", "", "the node's binaries, images and root file system (default: $WALKTHROUGH_NODE_COMPONENTS, or node/ beside this program)")
 	_ = f.MarkHidden("components")
 	cmd.AddCommand(o.startCommand(ctx), o.stopCommand(ctx), o.deleteCommand(ctx), o.statusCommand(ctx),
-		o.ipCommand(), o.sshCommand(ctx), o.cpCommand(ctx), o.kubectlCommand(ctx), o.logsCommand(ctx))
+		o.ipCommand(), o.sshCommand(ctx), o.cpCommand(ctx), o.kubectlCommand(ctx), o.logsCommand(ctx), o.imageCommand(ctx))
 	cmd.AddCommand(node.Commands()...)
 	return cmd
 }

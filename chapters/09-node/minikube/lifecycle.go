@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/09-node/node"
@@ -44,14 +47,14 @@ func (o *options) startCommand(ctx context.Context) *cobra.Command {
 		Use:   "start",
 		Short: "Starts a local Kubernetes cluster",
 		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := extra.Validate(); err != nil {
 				return usage("%v", err)
 			}
 			if driver != "" && driver != "docker" {
 				return usage("the %q driver is not available here: this minikube has one driver, shaped like minikube's docker driver", driver)
 			}
-			return o.start(ctx, normalizeVersion(version), extra)
+			return o.start(ctx, normalizeVersion(version), extra, cmd.Flags().Changed("extra-config"))
 		},
 	}
 	f := cmd.Flags()
@@ -63,7 +66,7 @@ Valid components are: kubelet, kubeadm, apiserver, controller-manager, etcd, kub
 	return cmd
 }
 
-func (o *options) start(ctx context.Context, version string, extra node.ExtraConfig) error {
+func (o *options) start(ctx context.Context, version string, extra node.ExtraConfig, extraGiven bool) error {
 	built, err := o.componentsVersion(ctx)
 	if err != nil {
 		return err
@@ -78,11 +81,11 @@ func (o *options) start(ctx context.Context, version string, extra node.ExtraCon
 	machine := o.paths.machine(o.profile)
 	if st, err := node.ReadState(machine); err == nil && st.Running() {
 		prof, err := o.paths.readProfile(o.profile)
-		if err == nil && slices.Equal(prof.ExtraConfig, extra) {
+		if err == nil && (!extraGiven || len(changedOptions(prof.ExtraConfig, extra)) == 0) {
 			fmt.Fprintf(o.out, "* Updating the running %q cluster ...\n* Done! kubectl is now configured to use %q cluster and \"default\" namespace by default\n", o.profile, o.profile)
 			return nil
 		}
-		return usage("the running %q cluster has other --extra-config values: run \"minikube delete\", then \"minikube start\" with the new ones (this minikube does not reconfigure a running node)", o.profile)
+		return usage("the running %q cluster has other --extra-config values: run \"minikube stop\" first (this minikube does not reconfigure a running node; a stopped one restarts with new kubelet flags)", o.profile)
 	}
 	restart := false
 	if _, err := os.Stat(filepath.Join(machine, "upper", "etc", "kubernetes", "admin.conf")); err == nil {
@@ -93,10 +96,23 @@ func (o *options) start(ctx context.Context, version string, extra node.ExtraCon
 		if err != nil {
 			return err
 		}
-		if len(extra) > 0 && !slices.Equal(prof.ExtraConfig, extra) {
-			return usage("the stopped %q cluster has other --extra-config values: run \"minikube delete\" first", o.profile)
+		// minikube keeps a profile's --extra-config unless the flag is given again, and then
+		// takes the flag's values instead (cmd/minikube/cmd/start_flags.go,
+		// updateExistingConfigFromFlags: `if cmd.Flags().Changed("extra-config")`; minikube PR
+		// #9634). The restarted node gets a new kubelet drop-in with them (bootstrapper/kubeadm,
+		// UpdateNode), so kubelet flags change on restart here as there. What minikube changes
+		// by running kubeadm's phases again (restartPrimaryControlPlane) — the control plane's
+		// arguments, the kubelet's configuration file — this node does not redo: those need a
+		// new cluster.
+		if !extraGiven {
+			extra = prof.ExtraConfig
+		} else if changed := changedOptions(prof.ExtraConfig, extra); len(changed) > 0 {
+			for _, c := range changed {
+				if c.Component != "kubelet" || kubeletConfigFileKeys[c.Key] {
+					return usage("the stopped %q cluster cannot take --extra-config=%s here (this minikube changes only kubelet flags on restart; %s needs kubeadm's phases again): run \"minikube delete\" first", o.profile, c, c.Component)
+				}
+			}
 		}
-		extra = prof.ExtraConfig
 	}
 
 	fmt.Fprintf(o.out, "* kubelet-walkthrough's minikube: a node in namespaces of this machine (systemd, containerd, kubeadm; no Docker)\n")
@@ -108,6 +124,7 @@ func (o *options) start(ctx context.Context, version string, extra node.ExtraCon
 	for _, e := range extra {
 		fmt.Fprintf(o.out, "  - %s\n", e)
 	}
+	started := time.Now()
 	n, err := node.Start(ctx, node.Options{
 		Dir: machine, Rootfs: filepath.Join(o.components, "rootfs"), Components: o.components,
 		KubernetesVersion: version, Hostname: o.profile, ExtraConfig: extra, Restart: restart,
@@ -119,7 +136,9 @@ func (o *options) start(ctx context.Context, version string, extra node.ExtraCon
 		return err
 	}
 	if restart {
-		err = n.WaitUntilReady(ctx)
+		if err = n.WaitUntilReady(ctx); err == nil {
+			err = o.waitForRestartedPods(ctx, n, started)
+		}
 	} else {
 		fmt.Fprintf(o.out, "  - Generating certificates and keys ...\n  - Booting up control plane ...\n  - Configuring RBAC rules ...\n")
 		fmt.Fprintf(o.out, "* Configuring bridge CNI (Container Networking Interface) ...\n")
@@ -274,4 +293,81 @@ func (o *options) kubeconfigStatus(server string) string {
 		return "Configured"
 	}
 	return "Misconfigured"
+}
+
+// kubeletConfigFileKeys are the kubelet keys minikube writes into the KubeletConfiguration
+// instead of the command line (bsutil/kubelet.go, kubeletConfigParams; node.ExtraConfig routes
+// them the same way).
+var kubeletConfigFileKeys = map[string]bool{"localStorageCapacityIsolation": true, "runtime-request-timeout": true,
+	"hairpin-mode": true, "container-runtime-endpoint": true}
+
+// changedOptions are the options in one list and not in the other.
+func changedOptions(old, updated node.ExtraConfig) node.ExtraConfig {
+	var out node.ExtraConfig
+	for _, o := range old {
+		if !slices.Contains(updated, o) {
+			out = append(out, o)
+		}
+	}
+	for _, u := range updated {
+		if !slices.Contains(old, u) {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// waitForRestartedPods waits, after a restart, until kube-system's pods run again in containers
+// started since: right after the node comes back, the apiserver still holds the statuses the
+// kubelet posted before the stop — Ready, of containers that no longer exist. minikube waits
+// for the apiserver and the system pods the same way after a restart (`--wait`, kverify).
+func (o *options) waitForRestartedPods(ctx context.Context, n *node.Node, since time.Time) error {
+	admin, err := n.AdminKubeconfig(ctx)
+	if err != nil {
+		return err
+	}
+	cfg, err := clientcmd.NewDefaultClientConfig(*admin, nil).ClientConfig()
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	since = since.Add(-time.Second).Truncate(time.Second) // startedAt has seconds only
+	var waiting []string
+	for {
+		pods, err := client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{})
+		if err == nil {
+			waiting = waiting[:0]
+			for _, p := range pods.Items {
+				if !restartedAndReady(p, since) {
+					waiting = append(waiting, p.Name)
+				}
+			}
+			if len(pods.Items) > 0 && len(waiting) == 0 {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for kube-system's pods to run again after the restart (still waiting for %v): %w", waiting, ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// restartedAndReady says whether every container of p is ready and started after since.
+func restartedAndReady(p corev1.Pod, since time.Time) bool {
+	if len(p.Status.ContainerStatuses) == 0 {
+		return false
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		if !c.Ready || c.State.Running == nil || c.State.Running.StartedAt.Time.Before(since) {
+			return false
+		}
+	}
+	return true
 }

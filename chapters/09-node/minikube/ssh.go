@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 )
 
 // sshCommand is `minikube ssh`. minikube's own logs in over SSH as the node's `docker` user,
@@ -41,6 +43,19 @@ func (o *options) sshCommand(ctx context.Context) *cobra.Command {
 				c = n.CommandAs(ctx, "docker", "bash", "-c", joinArgs(args))
 			}
 			c.Stdin, c.Stdout, c.Stderr = os.Stdin, o.out, o.err
+			if native && len(args) > 0 && !isTerminal(os.Stdin) {
+				// The terminal on the node's side never sees the end of a standard input that is
+				// not a terminal: sshd does not turn the channel's EOF into one for a command
+				// that has a terminal (the reason `echo x | ssh -tt host cat` never ends). Given
+				// an end, script(1) would type the terminal's EOF character into it, and its echo
+				// would land in the command's output.
+				stdin, done, err := openEnded(os.Stdin)
+				if err != nil {
+					return err
+				}
+				defer done()
+				c.Stdin = stdin
+			}
 			err = c.Run()
 			var exit *exec.ExitError
 			if errors.As(err, &exit) {
@@ -54,4 +69,20 @@ func (o *options) sshCommand(ctx context.Context) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&native, "native-ssh", true, "Use native Golang SSH client (default true). Set to 'false' to use the command line 'ssh' command when accessing the docker machine.")
 	return cmd
+}
+
+// isTerminal says whether f is a terminal (a character device such as /dev/null is not).
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// openEnded returns a pipe that carries what in holds and then stays open until done is called.
+func openEnded(in io.Reader) (*os.File, func(), error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	go func() { _, _ = io.Copy(w, in) }()
+	return r, func() { _ = w.Close(); _ = r.Close() }, nil
 }
