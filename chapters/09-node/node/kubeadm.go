@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,9 +31,13 @@ var preflightIgnored = []string{
 // Node is Ready and the control plane's mirror pods run.
 func (n *Node) Bootstrap(ctx context.Context) error {
 	log := n.opts.Log
-	start := time.Now()
-	step := func(format string, args ...any) {
-		fmt.Fprintf(log, "[%5.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
+	start := n.started
+	if start.IsZero() {
+		start = time.Now()
+	}
+	step := func(milestone *time.Duration, format string, args ...any) {
+		*milestone = time.Since(start)
+		fmt.Fprintf(log, "[%5.1fs] %s\n", milestone.Seconds(), fmt.Sprintf(format, args...))
 	}
 	if err := n.waitForContainerd(ctx); err != nil {
 		return err
@@ -47,7 +52,7 @@ func (n *Node) Bootstrap(ctx context.Context) error {
 			return fmt.Errorf("import %s: %w", filepath.Base(img), err)
 		}
 	}
-	step("containerd has the %d images kubeadm asks for, built here (no registry)", len(images))
+	step(&n.Timings.ImagesLoaded, "containerd has the %d images kubeadm asks for, built here (no registry)", len(images))
 
 	args := []string{"env", "PATH=" + versionDir(n.opts.KubernetesVersion) + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"kubeadm", "init", "--config", "/var/tmp/minikube/kubeadm.yaml"}
@@ -60,7 +65,7 @@ func (n *Node) Bootstrap(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("kubeadm init: %w\n%s", err, lastLines(string(out), 30))
 	}
-	step("kubeadm init done: certificates, kubeconfigs, static pod manifests, the kubelet restarted with them")
+	step(&n.Timings.KubeadmDone, "kubeadm init done: certificates, kubeconfigs, static pod manifests, the kubelet restarted with them")
 
 	kubectl := func(args ...string) ([]byte, error) {
 		return n.Output(ctx, append([]string{versionDir(n.opts.KubernetesVersion) + "/kubectl", "--kubeconfig=/etc/kubernetes/admin.conf"}, args...)...)
@@ -80,8 +85,34 @@ func (n *Node) Bootstrap(ctx context.Context) error {
 	if err := n.WaitUntilReady(ctx); err != nil {
 		return err
 	}
-	step("node %s Ready; etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy and CoreDNS Ready", n.hostname())
+	step(&n.Timings.Ready, "node %s Ready; etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy and CoreDNS Ready", n.hostname())
 	return nil
+}
+
+// PeakMemory is the most memory the node's processes have used at once, page cache included, as
+// its memory cgroup counts it (cgroup v1: memory.max_usage_in_bytes; v2: memory.peak).
+func (n *Node) PeakMemory() (uint64, error) {
+	cfg, err := readLaunch(n.dir())
+	if err != nil {
+		return 0, err
+	}
+	for _, h := range cfg.Cgroups {
+		file := ""
+		switch {
+		case h.V2 && h.Name == "":
+			file = "memory.peak"
+		case strings.Contains(h.Options, "memory"):
+			file = "memory.max_usage_in_bytes"
+		default:
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(h.Dir, file))
+		if err != nil {
+			return 0, err
+		}
+		return strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
+	}
+	return 0, fmt.Errorf("no memory cgroup for the node")
 }
 
 // WaitUntilReady waits until the Node is Ready and every kube-system pod a fresh minikube shows

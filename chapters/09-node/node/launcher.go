@@ -11,7 +11,9 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -127,6 +129,11 @@ func runLauncher(dir string) error {
 		_ = cmd.Process.Kill()
 		return fail(err)
 	}
+	for _, ns := range []string{fmt.Sprintf("/proc/%d/ns/mnt", st.NodePID), fmt.Sprintf("/proc/%d/ns/net", st.NodePID), "/proc/self/ns/net"} {
+		if link, err := os.Readlink(ns); err == nil {
+			st.Namespaces = append(st.Namespaces, link)
+		}
+	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 
@@ -154,6 +161,9 @@ func runLauncher(dir string) error {
 		err = stopNode(cmd.Process, exited, cfg.StopTimeout)
 	}
 	relays.close()
+	// A process someone entered into the node's mount or network namespace but not its PID
+	// namespace (`nsenter -m -n` without -p) outlives the node and keeps its mounts alive.
+	killHolders(st.Namespaces[:min(2, len(st.Namespaces))])
 	cleanup := removeCgroups(cfg.Cgroups)
 	st.Phase, st.NodePID = PhaseStopped, 0
 	if err != nil {
@@ -166,6 +176,28 @@ func runLauncher(dir string) error {
 		st.Error = cleanup.Error()
 	}
 	return errors.Join(st.save(), cleanup)
+}
+
+// killHolders kills, by PID, every process still in one of these namespaces.
+func killHolders(namespaces []string) {
+	for round := 0; round < 20; round++ {
+		links, _ := filepath.Glob("/proc/[0-9]*/ns/*")
+		var pids []int
+		for _, l := range links {
+			if ns, err := os.Readlink(l); err == nil && slices.Contains(namespaces, ns) {
+				if pid, err := strconv.Atoi(strings.Split(l, "/")[2]); err == nil && pid != os.Getpid() {
+					pids = append(pids, pid)
+				}
+			}
+		}
+		if len(pids) == 0 {
+			return
+		}
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // stopNode is `docker stop`: SIGRTMIN+3, which systemd takes as "halt", then SIGKILL for

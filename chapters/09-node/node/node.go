@@ -101,10 +101,13 @@ type State struct {
 	LauncherPID  int    `json:"launcherPID"`
 	NodePID      int    `json:"nodePID"` // the node's PID 1 (systemd), as this machine numbers it
 	PIDNamespace string `json:"pidNamespace"`
-	IP           string `json:"ip"`
-	RelayPort    int    `json:"relayPort"`
-	Phase        Phase  `json:"phase"`
-	Error        string `json:"error,omitempty"`
+	// Namespaces are the node's and the launcher's namespaces ("net:[4026532...]"), by which
+	// anything still holding one can be found after a stop.
+	Namespaces []string `json:"namespaces,omitempty"`
+	IP         string   `json:"ip"`
+	RelayPort  int      `json:"relayPort"`
+	Phase      Phase    `json:"phase"`
+	Error      string   `json:"error,omitempty"`
 }
 
 const stateFile = "state.json"
@@ -160,7 +163,18 @@ type Node struct {
 	State *State
 	// APIServer is the apiserver's address through the relay: https://127.0.0.1:<port>.
 	APIServer string
-	launcher  *exec.Cmd // when this process started it
+	// Timings are how long after Start began each milestone was reached.
+	Timings  Timings
+	launcher *exec.Cmd // when this process started it
+	started  time.Time
+}
+
+// Timings are the node's milestones, measured from the start of Start.
+type Timings struct {
+	Systemd      time.Duration // systemd has booted: containerd and the kubelet unit are up
+	ImagesLoaded time.Duration // containerd has kubeadm's images
+	KubeadmDone  time.Duration // kubeadm init has returned
+	Ready        time.Duration // the Node and every kube-system pod are Ready
 }
 
 // Requirements says what this machine lacks to run a node (nil: nothing), each with what to do.
@@ -278,7 +292,7 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 		_ = removeCgroups(cfg.Cgroups)
 		return nil, fmt.Errorf("start the node's launcher: %w", err)
 	}
-	n := &Node{opts: opts, APIServer: "https://127.0.0.1:" + strconv.Itoa(cfg.RelayPort)}
+	n := &Node{opts: opts, APIServer: "https://127.0.0.1:" + strconv.Itoa(cfg.RelayPort), started: start}
 	launcherPID := launcher.Process.Pid
 	if opts.StopWithParent {
 		n.launcher = launcher
@@ -298,6 +312,7 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 	if err := n.waitForSystemd(ctx); err != nil {
 		return n, err
 	}
+	n.Timings.Systemd = time.Since(start)
 	fmt.Fprintf(opts.Log, "[%5.1fs] systemd is running: containerd and the kubelet unit are started\n", time.Since(start).Seconds())
 	return n, nil
 }
@@ -451,6 +466,7 @@ func (n *Node) Stop(ctx context.Context) error {
 	if alive(st.NodePID, st.PIDNamespace) {
 		_ = syscall.Kill(st.NodePID, syscall.SIGKILL)
 	}
+	killHolders(st.Namespaces[:min(2, len(st.Namespaces))])
 	cfg, err := readLaunch(n.dir())
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -193,6 +194,12 @@ func hostSnapshot() string {
 		out, _ := exec.Command("ip", args...).Output()
 		b.Write(out)
 	}
+	// The netfilter tables this network namespace has (kube-proxy's and the CNI's rules live in
+	// the node's own).
+	for _, f := range []string{"/proc/net/ip_tables_names", "/proc/net/ip6_tables_names"} {
+		data, _ := os.ReadFile(f)
+		fmt.Fprintf(&b, "%s: %q\n", f, data)
+	}
 	return b.String()
 }
 
@@ -220,6 +227,13 @@ func leftovers(dir string) string {
 	}
 	st, err := ReadState(dir)
 	if err == nil {
+		// Anything still in one of the node's namespaces (nsenter'd there and left behind).
+		holders, _ := filepath.Glob("/proc/[0-9]*/ns/*")
+		for _, h := range holders {
+			if link, err := os.Readlink(h); err == nil && slices.Contains(st.Namespaces, link) {
+				left = append(left, h+" is "+link)
+			}
+		}
 		for _, pid := range []int{st.LauncherPID, st.NodePID} {
 			if alive(pid, "") && syscall.Kill(pid, 0) == nil && isLauncherOrNode(pid, dir) {
 				left = append(left, fmt.Sprintf("process %d", pid))
@@ -265,6 +279,11 @@ func TestNothingLeftAfterACrash(t *testing.T) {
 	st, err := ReadState(dir)
 	require.NoError(t, err)
 	require.True(t, st.Running())
+	// Someone entered the node's mount and network namespaces, not its PID namespace: that
+	// process would outlive the node and keep its mounts.
+	straggler := exec.Command("nsenter", "-t", fmt.Sprint(st.NodePID), "-m", "-n", "sleep", "300")
+	require.NoError(t, straggler.Start())
+	defer func() { _ = straggler.Process.Kill(); _ = straggler.Wait() }()
 
 	require.NoError(t, parent.Process.Kill())
 	_ = parent.Wait()
