@@ -26,6 +26,7 @@ import (
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/netns"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/podtable"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/program"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/relay"
 )
 
 type clusterOptions struct {
@@ -131,7 +132,7 @@ func (o *clusterOptions) runInPrivateNetwork(ctx context.Context) error {
 	}
 	relayCtx, stopRelay := context.WithCancel(context.Background())
 	defer stopRelay()
-	go relay(relayCtx, l, func(ctx context.Context) (net.Conn, error) {
+	go relay.Serve(relayCtx, l, func(ctx context.Context) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "unix", socket)
 	})
@@ -183,7 +184,7 @@ func (o *clusterOptions) run(ctx context.Context, cmd *cobra.Command) error {
 			return fmt.Errorf("relay socket: %w", err)
 		}
 		apiserver := strings.TrimPrefix(c.Admin.Host, "https://")
-		go relay(ctx, l, func(ctx context.Context) (net.Conn, error) {
+		go relay.Serve(ctx, l, func(ctx context.Context) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "tcp", apiserver)
 		})

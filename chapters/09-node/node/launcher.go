@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -17,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/relay"
 )
 
 // The launcher is the node's "container runtime": a process of this program, on the host side
@@ -53,24 +54,32 @@ type launch struct {
 
 const launchFile = "launch.json"
 
-func writeLaunch(l *launch) error {
-	data, err := json.MarshalIndent(l, "", "  ")
+func writeLaunch(l *launch) error { return writeJSON(filepath.Join(l.Dir, launchFile), l, 0o600) }
+
+func readLaunch(dir string) (*launch, error) {
+	var l launch
+	return &l, readJSON(filepath.Join(dir, launchFile), &l)
+}
+
+// writeJSON writes v as JSON, in a file that readers never see half-written.
+func writeJSON(path string, v any, mode os.FileMode) error {
+	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(l.Dir, launchFile), data, 0o600)
+	return writeFileAtomic(path, data, mode)
 }
 
-func readLaunch(dir string) (*launch, error) {
-	data, err := os.ReadFile(filepath.Join(dir, launchFile))
+// readJSON reads what writeJSON wrote.
+func readJSON(path string, v any) error {
+	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var l launch
-	if err := json.Unmarshal(data, &l); err != nil {
-		return nil, fmt.Errorf("%s: %w", launchFile, err)
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
-	return &l, nil
+	return nil
 }
 
 // writeFileAtomic writes a file that readers never see half-written.
@@ -245,14 +254,13 @@ func run(name string, args ...string) error {
 
 // relays forward TCP connections to the node's apiserver.
 type relays struct {
-	listeners []net.Listener
-	wg        sync.WaitGroup
+	stop context.CancelFunc
+	wg   sync.WaitGroup
 }
 
 // startRelays listens on the host's 127.0.0.1:RelayPort (the descriptor Start passed) and on
-// the same port of this namespace's loopback, and copies each connection to the apiserver.
+// the same port of this namespace's loopback, and joins each connection to the apiserver.
 func startRelays(cfg *launch) (*relays, error) {
-	r := &relays{}
 	host, err := net.FileListener(os.NewFile(fdRelayListener, "relay"))
 	if err != nil {
 		return nil, fmt.Errorf("the host's relay socket: %w", err)
@@ -262,43 +270,22 @@ func startRelays(cfg *launch) (*relays, error) {
 		_ = host.Close()
 		return nil, fmt.Errorf("relay in the node's network: %w", err)
 	}
-	r.listeners = []net.Listener{host, local}
+	ctx, stop := context.WithCancel(context.Background())
+	r := &relays{stop: stop}
 	target := net.JoinHostPort(cfg.NodeIP, strconv.Itoa(cfg.APIServerPort))
-	for _, l := range r.listeners {
-		r.wg.Go(func() { serveRelay(l, target) })
+	dial := func(ctx context.Context) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", target)
+	}
+	for _, l := range []net.Listener{host, local} {
+		r.wg.Go(func() { relay.Serve(ctx, l, dial) })
 	}
 	return r, nil
 }
 
 func (r *relays) close() {
-	for _, l := range r.listeners {
-		_ = l.Close()
-	}
+	r.stop()
 	r.wg.Wait()
-}
-
-func serveRelay(l net.Listener, target string) {
-	for {
-		c, err := l.Accept()
-		if err != nil {
-			return
-		}
-		go func() {
-			defer func() { _ = c.Close() }()
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			var d net.Dialer
-			up, err := d.DialContext(ctx, "tcp", target)
-			cancel()
-			if err != nil {
-				return
-			}
-			defer func() { _ = up.Close() }()
-			done := make(chan struct{}, 2)
-			go func() { _, _ = io.Copy(up, c); done <- struct{}{} }()
-			go func() { _, _ = io.Copy(c, up); done <- struct{}{} }()
-			<-done
-		}()
-	}
 }
 
 // sigRTMin3 is SIGRTMIN+3, what `docker stop` sends to kicbase (its STOPSIGNAL) and systemd

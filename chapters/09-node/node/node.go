@@ -12,7 +12,6 @@ package node
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -112,23 +111,13 @@ type State struct {
 
 const stateFile = "state.json"
 
-func (s *State) save() error {
-	data, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return err
-	}
-	return writeFileAtomic(filepath.Join(s.Dir, stateFile), data, 0o644)
-}
+func (s *State) save() error { return writeJSON(filepath.Join(s.Dir, stateFile), s, 0o644) }
 
 // ReadState reads the state of the node whose run directory is dir.
 func ReadState(dir string) (*State, error) {
-	data, err := os.ReadFile(filepath.Join(dir, stateFile))
-	if err != nil {
-		return nil, err
-	}
 	var s State
-	if err := json.Unmarshal(data, &s); err != nil {
-		return nil, fmt.Errorf("%s: %w", stateFile, err)
+	if err := readJSON(filepath.Join(dir, stateFile), &s); err != nil {
+		return nil, err
 	}
 	return &s, nil
 }

@@ -1,4 +1,8 @@
-package main
+// Package relay joins TCP connections: what a program uses to publish, on this machine's
+// loopback, an apiserver that lives in a network namespace of its own (chapter 07's through a
+// unix socket, chapter 09's node at its own address), as minikube's Docker driver publishes
+// 8443 on macOS. TLS passes through untouched.
+package relay
 
 import (
 	"context"
@@ -10,10 +14,9 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// relay accepts connections on one listener and joins each to a new connection made by dial:
-// from 127.0.0.1 on the host to a unix socket shared with the private network namespace, and
-// from that socket to the apiserver inside it. TLS passes through untouched.
-func relay(ctx context.Context, l net.Listener, dial func(context.Context) (net.Conn, error)) {
+// Serve accepts connections on l until ctx ends or l is closed, and joins each to a new
+// connection made by dial, half-closing each way as the other side does.
+func Serve(ctx context.Context, l net.Listener, dial func(context.Context) (net.Conn, error)) {
 	logger := klog.FromContext(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
