@@ -198,7 +198,7 @@ var normalizers = []normalizer{
 	// rand.String alphabet has no vowels, no 0, 1, 3: no word of a chapter's own is one).
 	{"generated name", regexp.MustCompile(`(-[bcdfghjklmnpqrstvwxz2456789]{6,10})?-[bcdfghjklmnpqrstvwxz2456789]{5}\b`), replaceWith("-GENERATED")},
 	{"elapsed time", regexp.MustCompile(`(?m)^\[\s*\d+\.\ds\]|^(\s+)[+-]\d+(\.\d)?s\b`), replaceWith("ELAPSED")},
-	{"process ID", regexp.MustCompile(`\(PID \d+ here\)|--target \d+\b`), func(m string) string {
+	{"process ID", regexp.MustCompile(`\(PID \d+ here\)|--target \d+\b|/proc/\d+/`), func(m string) string {
 		return regexp.MustCompile(`\d+`).ReplaceAllString(m, "N")
 	}},
 	{"age column", regexp.MustCompile(`(?m)( {2,}|\t)\d+(ms|s|m|h|d)(\d+(s|m|h))?$`), replaceWith(" AGE")},
@@ -457,7 +457,7 @@ func TestNormalize(t *testing.T) {
 			keep: "error: timed out after 10.0s; retry in +1.5s",
 		},
 		"process ID": {
-			change: "systemd is PID 1 (PID 3738 here); sudo nsenter --target 3738 --all", want: "systemd is PID 1 (PID N here); sudo nsenter --target N --all",
+			change: "systemd is PID 1 (PID 3738 here); sudo nsenter --target 3738 --all; nsenter --net=/proc/3712/ns/net", want: "systemd is PID 1 (PID N here); sudo nsenter --target N --all; nsenter --net=/proc/N/ns/net",
 			keep: "systemd is PID 1",
 		},
 		"static pod UID": {

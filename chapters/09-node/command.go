@@ -155,6 +155,8 @@ func (o *nodeOptions) run(ctx context.Context) (err error) {
 	}
 	fmt.Fprintf(o.out, "\nkubeconfig: %s (server %s)\n", kubeconfig, n.APIServer)
 	fmt.Fprintf(o.out, "Inside the node, as `minikube ssh` would: sudo nsenter --target %d --all -- bash\n", n.State.NodePID)
+	fmt.Fprintf(o.out, "Next to it, on its network (where %s answers, as on Linux with minikube's Docker driver): sudo nsenter --net=/proc/%d/ns/net -- bash\n",
+		n.State.IP, n.State.LauncherPID)
 	if o.once {
 		return nil
 	}
