@@ -177,6 +177,10 @@ var ephemeralPorts = func() [2]int {
 	return r
 }()
 
+// ageColumn is a kubectl-style AGE cell: a duration between column gaps (two spaces or more),
+// or at the end of a row.
+var ageColumn = regexp.MustCompile(`(?m)( {2,}|\t)\d+(ms|s|m|h|d)(\d+(s|m|h))?( {2,}|\t|$)`)
+
 var portInAddress = regexp.MustCompile(`((?:\d+\.\d+\.\d+\.\d+|localhost|\[[0-9a-f:]+\]):)(\d+)\b`)
 
 func normalizePort(match string) string {
@@ -201,7 +205,7 @@ var normalizers = []normalizer{
 	{"process ID", regexp.MustCompile(`\(PID \d+ here\)|--target \d+\b|/proc/\d+/`), func(m string) string {
 		return regexp.MustCompile(`\d+`).ReplaceAllString(m, "N")
 	}},
-	{"age column", regexp.MustCompile(`(?m)( {2,}|\t)\d+(ms|s|m|h|d)(\d+(s|m|h))?$`), replaceWith(" AGE")},
+	{"age column", ageColumn, func(m string) string { return ageColumn.ReplaceAllString(m, "${1}AGE$5") }},
 	{"echoed Ctrl-C", regexp.MustCompile(`(?m)^\^C$`), replaceWith("")},
 	{"column padding", regexp.MustCompile(`[ \t]+`), replaceWith(" ")}, // column widths follow the values
 	{"trailing spaces", regexp.MustCompile(`(?m) +$`), replaceWith("")},
@@ -465,7 +469,7 @@ func TestNormalize(t *testing.T) {
 			keep: "commit a1c3e3e4b5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0 stays",
 		},
 		"age column": {
-			change: "kube-system   etcd-walkthrough   Running   12s", want: "kube-system etcd-walkthrough Running AGE",
+			change: "kube-system   etcd-walkthrough   Running   12s\nnode/minikube   Ready   control-plane   45s   v1.37.2", want: "kube-system etcd-walkthrough Running AGE\nnode/minikube Ready control-plane AGE v1.37.2",
 			keep: "error: timed out after 10s",
 		},
 		"echoed Ctrl-C": {
