@@ -57,7 +57,8 @@ func TestDoctor(t *testing.T) {
 			kubeletclient.CheckFetch:       {kubeletclient.OK, "5 pods from https://", ""},
 		}},
 		{"a ServiceAccount without RBAC", "node-a", kubeletclient.Options{Auth: kubeletclient.AuthToken, TokenFile: noRBAC}, map[string]want{
-			kubeletclient.CheckPermissions: {kubeletclient.Fail, "get nodes/pods: no; get nodes/proxy: no", "kubectl apply -f examples/rbac/"},
+			// examples/rbac binds its role to kubelet-reader, not to this one: the fix says to bind it.
+			kubeletclient.CheckPermissions: {kubeletclient.Fail, "get nodes/pods: no; get nodes/proxy: no", "kubectl apply -f examples/rbac/, then kubectl create clusterrolebinding kubelet-reader:default:doctor-no-rbac --clusterrole=kubelet-reader --serviceaccount=default:doctor-no-rbac"},
 			kubeletclient.CheckFetch:       {kubeletclient.Fail, "forbidden", "may not get nodes/pods nor nodes/proxy"},
 		}},
 		{"the admin's own credentials: more than /pods needs", "node-b", kubeletclient.Options{Auth: kubeletclient.AuthKubeconfig}, map[string]want{

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,9 +23,11 @@ func TestReadEndpoints(t *testing.T) {
 		return c
 	}
 	all, reader := client("all-reads"), client("reader")
-	require.Eventually(t, func() bool { // the kubelet may still be reading its manifests
+	require.Eventually(t, func() bool { // the kubelet may still be reading its manifests, and starting their containers
 		r := all.FetchURL(context.Background(), s.kubelet.SecureURL)
-		return r.Err == nil && len(r.Pods) == 5
+		// /runningpods is the runtime's view: it lags /pods (the pod manager's) under load.
+		running := all.GetURL(context.Background(), s.kubelet.SecureURL, kubeletclient.ReadEndpoints["runningpods"])
+		return r.Err == nil && len(r.Pods) == 5 && running.Err == nil && len(running.Pods) > 0
 	}, 30*time.Second, 50*time.Millisecond)
 
 	tests := []struct {
@@ -67,7 +70,11 @@ func TestReadEndpoints(t *testing.T) {
 			var e *kubeletclient.Error
 			require.True(t, errors.As(r.Err, &e), "%v", r.Err)
 			assert.Equal(t, kubeletclient.Forbidden, e.Kind)
-			assert.Contains(t, e.Hint, "Grant "+tt.narrowPerm+", the narrower one")
+			// The real kubelet names what it asked for: stats and metrics have no nodes/proxy fallback.
+			assert.Contains(t, e.Hint, "Grant "+tt.narrowPerm)
+			// examples/rbac grants none of these: the hint gives the rule instead of pointing there.
+			assert.NotContains(t, e.Hint, "kubectl apply -f examples/rbac")
+			assert.Contains(t, e.Hint, "kubectl create clusterrole get-"+strings.ReplaceAll(strings.TrimPrefix(tt.narrowPerm, "get "), "/", "-"))
 			assert.Equal(t, tt.narrowPerm, ep.Permission)
 		})
 	}

@@ -3,12 +3,13 @@
 // TLS client certificate — so that tests of the client check the wire, not the code path.
 //
 // The fakes answer only what the client asks: Nodes (GET and LIST), TokenRequest, the node
-// proxy, and /pods. Tests of behaviour against real kubelets live in ../e2e.
+// proxy, CertificateSigningRequests (LIST), and /pods. Tests of behaviour against real kubelets live in ../e2e.
 package fakecluster
 
 import (
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"io"
 	"log"
 	"net"
@@ -25,6 +26,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -167,6 +169,18 @@ type KubeletOptions struct {
 	Pods []corev1.Pod
 }
 
+// NoServingCertificate is a TLS configuration with no certificate, whose GetCertificate fails as
+// the kubelet's does while its serving CSR waits for approval
+// (pkg/kubelet/kubelet.go#L962-L968 (kubeDeps.TLSConfig.GetCertificate)): crypto/tls then ends
+// every handshake with the alert internal_error. (Through GetConfigForClient, because
+// httptest adds a certificate of its own to a configuration that has none.)
+func NoServingCertificate() *tls.Config {
+	none := &tls.Config{GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+		return nil, errors.New("no serving certificate available for the kubelet")
+	}}
+	return &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) { return none, nil }}
+}
+
 // NewKubelet starts a fake kubelet; the test's cleanup stops it.
 func NewKubelet(t testing.TB, opts KubeletOptions) *Kubelet {
 	t.Helper()
@@ -253,6 +267,7 @@ type APIServer struct {
 	// user may do, as "get nodes/pods", for SelfSubjectAccessReview.
 	users map[string]string
 	allow map[string][]string
+	csrs  []certificatesv1.CertificateSigningRequest
 }
 
 // NewAPIServer starts a fake apiserver with TLS from p; the test's cleanup stops it.
@@ -286,6 +301,13 @@ func (a *APIServer) User(token, user string, allow ...string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.users[token], a.allow[user] = user, allow
+}
+
+// SetCSRs replaces the CertificateSigningRequests the apiserver lists.
+func (a *APIServer) SetCSRs(csrs ...certificatesv1.CertificateSigningRequest) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.csrs = csrs
 }
 
 // Proxy sets the handler of /api/v1/nodes/NAME/proxy/...
@@ -372,7 +394,11 @@ func (a *APIServer) serve(w http.ResponseWriter, req *http.Request) {
 		review.TypeMeta = metav1.TypeMeta{Kind: "SelfSubjectAccessReview", APIVersion: "authorization.k8s.io/v1"}
 		writeJSON(w, http.StatusCreated, review)
 	case req.URL.Path == "/apis/certificates.k8s.io/v1/certificatesigningrequests":
-		writeJSON(w, http.StatusOK, map[string]any{"kind": "CertificateSigningRequestList", "apiVersion": "certificates.k8s.io/v1", "metadata": map[string]any{}, "items": []any{}})
+		a.mu.Lock()
+		list := certificatesv1.CertificateSigningRequestList{Items: append([]certificatesv1.CertificateSigningRequest{}, a.csrs...)}
+		a.mu.Unlock()
+		list.Kind, list.APIVersion = "CertificateSigningRequestList", "certificates.k8s.io/v1"
+		writeJSON(w, http.StatusOK, list)
 	default:
 		writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, "the fake apiserver does not serve "+req.URL.Path)
 	}

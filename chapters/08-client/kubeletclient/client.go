@@ -346,6 +346,11 @@ func (c *Client) getOf(ctx context.Context, n *corev1.Node, ep ReadEndpoint) Res
 	r := c.fetch(ctx, e.URL(), ep, e.ServerName)
 	r.Node = n.Name
 	var kerr *Error
+	if errors.As(r.Err, &kerr) && kerr.Kind == HandshakeRefused {
+		// No serving certificate: name the CSR to approve, when the apiserver can say.
+		pending, err := c.pendingServingCSRs(ctx, n.Name)
+		kerr.Hint = noServingCertificateHint + " " + servingCSRAdvice(n.Name, pending, err)
+	}
 	if c.opts.Via == ViaAuto && errors.As(r.Err, &kerr) && kerr.Unreachable() && ctx.Err() == nil {
 		klog.FromContext(ctx).V(1).Info("Kubelet unreachable, asking the apiserver's node proxy", "node", n.Name, "err", r.Err)
 		proxied := c.viaProxy(ctx, n.Name, ep)
@@ -414,7 +419,9 @@ func (c *Client) fetch(ctx context.Context, base string, ep ReadEndpoint, server
 	}
 	resp, err := c.kubelet.Do(req)
 	if err != nil {
-		r.Err = explain(r.URL, err, c.opts.Timeout, connected.Load())
+		e := explain(r.URL, checkedFor(err, r.URL, serverName), c.opts.Timeout, connected.Load())
+		e.ServerName = serverName
+		r.Err = e
 		return r
 	}
 	defer func() { _ = resp.Body.Close() }()
@@ -426,7 +433,7 @@ func (c *Client) fetch(ctx context.Context, base string, ep ReadEndpoint, server
 		return r
 	}
 	if resp.StatusCode != http.StatusOK {
-		r.Err = explainStatus(r.URL, resp.StatusCode, resp.Header.Get("Location"), string(body), c.Credentials)
+		r.Err = explainStatus(r.URL, resp.StatusCode, resp.Header.Get("Location"), string(body), c.Credentials, ep.Permission)
 		return r
 	}
 	r.Body = body
@@ -434,6 +441,31 @@ func (c *Client) fetch(ctx context.Context, base string, ep ReadEndpoint, server
 		r.Pods, r.Err = decodePods(body)
 	}
 	return r
+}
+
+// serverNameError is the error of a request whose URL named the kubelet by the name its
+// certificate is checked for while the dialer connected to the address (fetch): it shows the
+// URL dialed, and the name checked.
+type serverNameError struct {
+	dialed     *url.Error
+	serverName string
+}
+
+func (e *serverNameError) Error() string {
+	return fmt.Sprintf("%s %q (certificate checked for %s): %v", e.dialed.Op, e.dialed.URL, e.serverName, e.dialed.Err)
+}
+
+// Unwrap keeps net/http's error in the chain, so that explain classifies it as before.
+func (e *serverNameError) Unwrap() error { return e.dialed }
+
+// checkedFor rewrites net/http's error for a request sent to serverName but dialed at dialed:
+// without it the reader would read a URL that names a host nobody dialed ("https://minikube:10250/pods").
+func checkedFor(err error, dialed, serverName string) error {
+	var ue *url.Error
+	if serverName == "" || !errors.As(err, &ue) {
+		return err
+	}
+	return &serverNameError{dialed: &url.Error{Op: ue.Op, URL: dialed, Err: ue.Err}, serverName: serverName}
 }
 
 // viaProxy asks the apiserver to fetch a node's endpoint: GET /api/v1/nodes/NAME/proxy/PATH.

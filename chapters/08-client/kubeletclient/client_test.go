@@ -175,16 +175,19 @@ func TestTLSServerName(t *testing.T) {
 	a.SetNodes(fakecluster.Node("n1", k.Port, corev1.NodeAddress{Type: corev1.NodeHostName, Address: "node-host"}))
 	cfg := &rest.Config{Host: a.Server.URL, TLSClientConfig: rest.TLSClientConfig{CAFile: p.CAFile}}
 
+	dialed := fmt.Sprintf("https://127.0.0.1:%d/pods", k.Port)
 	tests := []struct {
 		serverName string
 		wantErr    string
 	}{
+		{"", `Get "` + dialed + `": tls: failed to verify certificate: x509: cannot validate certificate for 127.0.0.1`},
 		{"", "The kubelet's certificate is not valid for 127.0.0.1"},
 		{"Hostname", ""},
 		{"hostname", ""},
 		{"node-host", ""},
 		{"InternalDNS", "node n1 has no InternalDNS address"},
-		{"other-host", "certificate is valid for node-host, not other-host"},
+		// The URL dialed, and the name checked — not a URL with a host nobody dialed.
+		{"other-host", `Get "` + dialed + `" (certificate checked for other-host): tls: failed to verify certificate: x509: certificate is valid for node-host, not other-host`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.serverName, func(t *testing.T) {
@@ -197,6 +200,7 @@ func TestTLSServerName(t *testing.T) {
 			if tt.wantErr != "" {
 				require.Error(t, r.Err)
 				assert.Contains(t, r.Err.Error(), tt.wantErr)
+				assert.NotContains(t, r.Err.Error(), "https://other-host", "a URL nobody dialed")
 				return
 			}
 			require.NoError(t, r.Err)
@@ -210,6 +214,26 @@ func TestTLSServerName(t *testing.T) {
 			}())
 		})
 	}
+}
+
+// A kubelet reached by its IP and checked for its hostname times out: the error names both.
+func TestTLSServerNameInTimeouts(t *testing.T) {
+	p := fakecluster.NewPKI(t)
+	a := fakecluster.NewAPIServer(t, p)
+	k := fakecluster.NewKubelet(t, fakecluster.KubeletOptions{TLS: p.ServingConfig(t, "node-host")})
+	k.Answer(0, "", 2*time.Second, nil)
+	a.SetNodes(fakecluster.Node("n1", k.Port, corev1.NodeAddress{Type: corev1.NodeHostName, Address: "node-host"}))
+	cfg := &rest.Config{Host: a.Server.URL, TLSClientConfig: rest.TLSClientConfig{CAFile: p.CAFile}}
+	opts := options(p, t)
+	opts.TLSServerName, opts.Timeout = "Hostname", 200*time.Millisecond
+	c, err := kubeletclient.New(cfg, opts)
+	require.NoError(t, err)
+	r := c.Pods(context.Background(), "n1")
+	var e *kubeletclient.Error
+	require.ErrorAs(t, r.Err, &e)
+	assert.Equal(t, kubeletclient.Timeout, e.Kind)
+	assert.Equal(t, "node-host", e.ServerName)
+	assert.True(t, strings.HasPrefix(e.Error(), fmt.Sprintf("timed out after 200ms waiting for https://127.0.0.1:%d/pods (certificate checked for node-host) to answer (connected)", k.Port)), e.Error())
 }
 
 // BenchmarkDiscovery puts discovery's cost to the apiserver side by side, per poll of every

@@ -62,11 +62,23 @@ func TestEndpointFor(t *testing.T) {
 }
 
 func TestExplainForbidden(t *testing.T) {
-	err := explainStatus("https://n1:10250/pods", 403, "", "Forbidden (user=system:serviceaccount:default:x, verb=get, resource=nodes, subresource(s)=[pods proxy])\n", "token")
-	var e *Error
-	require.ErrorAs(t, err, &e)
-	assert.Equal(t, Forbidden, e.Kind)
-	assert.False(t, e.Unreachable(), "a kubelet that says 403 was reached: no failover")
-	assert.Equal(t, "system:serviceaccount:default:x may not get nodes/pods nor nodes/proxy — the kubelet asked the apiserver for each, "+
-		"in this order (v1.37 checks nodes/pods before nodes/proxy). Grant get nodes/pods, the narrower one: kubectl apply -f examples/rbac/", e.Hint)
+	tests := []struct{ user, wantGrant string }{
+		// examples/rbac binds its role to this ServiceAccount: applying it is the whole fix.
+		{"system:serviceaccount:kubelet-reader:kubelet-reader", "Grant get nodes/pods, the narrower one: kubectl apply -f examples/rbac/"},
+		// Anyone else also needs a binding: applying examples/rbac alone would not let them in.
+		{"system:serviceaccount:default:x", "Grant get nodes/pods, the narrower one: examples/rbac's ClusterRole kubelet-reader grants it, " +
+			"but its binding names the ServiceAccount kubelet-reader/kubelet-reader, not system:serviceaccount:default:x: kubectl apply -f examples/rbac/, " +
+			"then kubectl create clusterrolebinding kubelet-reader:default:x --clusterrole=kubelet-reader --serviceaccount=default:x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.user, func(t *testing.T) {
+			err := explainStatus("https://n1:10250/pods", 403, "", "Forbidden (user="+tt.user+", verb=get, resource=nodes, subresource(s)=[pods proxy])\n", "token", "get nodes/pods")
+			var e *Error
+			require.ErrorAs(t, err, &e)
+			assert.Equal(t, Forbidden, e.Kind)
+			assert.False(t, e.Unreachable(), "a kubelet that says 403 was reached: no failover")
+			assert.Equal(t, tt.user+" may not get nodes/pods nor nodes/proxy — the kubelet asked the apiserver for each, "+
+				"in this order (v1.37 checks nodes/pods before nodes/proxy). "+tt.wantGrant, e.Hint)
+		})
+	}
 }

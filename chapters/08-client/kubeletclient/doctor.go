@@ -114,7 +114,7 @@ func (c *Client) Doctor(ctx context.Context, node string) []Check {
 		add(CheckPermissions, Skipped, "no identity", "")
 	default:
 		add(CheckCredentials, OK, fmt.Sprintf("%s: the kubelet will see %s (groups %s)", c.Credentials, user.Username, strings.Join(user.Groups, ", ")), "")
-		add(c.checkPermissions(ctx, node, identity))
+		add(c.checkPermissions(ctx, node, user.Username, identity))
 	}
 
 	// 6. The real thing.
@@ -166,7 +166,24 @@ func (c *Client) checkTLS(ctx context.Context, n *corev1.Node, e Endpoint, addr 
 	dialer := &tls.Dialer{NetDialer: &net.Dialer{Timeout: c.opts.Timeout}, Config: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // reading, not trusting
 	conn, err := dialer.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return CheckTLS, Fail, "handshake: " + err.Error(), "the port does not speak TLS (a read-only port, 10255?) or refuses the handshake"
+		detail := "handshake: " + err.Error()
+		var notTLS tls.RecordHeaderError
+		switch {
+		case isRemoteAlert(err, alertInternalError):
+			// The kubelet answered in TLS, and failed on its side: no certificate to show
+			// (serverTLSBootstrap, its CSR not approved yet). Which CSR, the apiserver says.
+			pending, lerr := c.pendingServingCSRs(ctx, n.Name)
+			detail += "; " + describeCSRs(pending, lerr)
+			fix := "the kubelet has no serving certificate to show (with serverTLSBootstrap, not until its CSR is approved). " + servingCSRAdvice(n.Name, pending, lerr)
+			if lerr == nil && len(pending) > 0 {
+				fix = "the kubelet has no serving certificate until its CSR is approved: kubectl certificate approve " + strings.Join(pending, " ")
+			}
+			return CheckTLS, Fail, detail, fix
+		case errors.As(err, &notTLS):
+			return CheckTLS, Fail, detail, "the port does not speak TLS: its first bytes are not a TLS record (a read-only port, 10255, speaks plain HTTP)"
+		default:
+			return CheckTLS, Fail, detail, "the kubelet's port refused the handshake"
+		}
 	}
 	state := conn.(*tls.Conn).ConnectionState()
 	_ = conn.Close()
@@ -179,8 +196,8 @@ func (c *Client) checkTLS(ctx context.Context, n *corev1.Node, e Endpoint, addr 
 		names = append(names, ip.String())
 	}
 	detail := fmt.Sprintf("SANs [%s], issuer %q, expires %s", strings.Join(names, " "), leaf.Issuer.CommonName, leaf.NotAfter.UTC().Format(time.RFC3339))
-	if csrs := c.pendingServingCSRs(ctx, n.Name); csrs != "" {
-		detail += "; " + csrs
+	if pending, err := c.pendingServingCSRs(ctx, n.Name); !errors.Is(err, errNoLookup) {
+		detail += "; " + describeCSRs(pending, err)
 	}
 	if c.opts.InsecureSkipTLSVerify {
 		return CheckTLS, Warn, detail + "; not verified (--insecure-skip-tls-verify)", "verify instead: --kubelet-ca-file, --kubelet-tls-server-name=Hostname"
@@ -237,14 +254,16 @@ func (c *Client) kubeletRoots() (*x509.CertPool, error) {
 	return tlsConfig.RootCAs, nil
 }
 
-// pendingServingCSRs names the node's kubelet-serving CSRs that nobody approved yet.
-func (c *Client) pendingServingCSRs(ctx context.Context, node string) string {
+// pendingServingCSRs names the node's kubelet-serving CSRs that nobody approved or denied yet.
+// Without a kubeconfig it says errNoLookup.
+func (c *Client) pendingServingCSRs(ctx context.Context, node string) ([]string, error) {
 	if c.apiserver == nil {
-		return ""
+		return nil, errNoLookup
 	}
-	csrs, err := c.apiserver.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+	csrs, err := c.apiserver.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{
+		FieldSelector: "spec.signerName=" + certificatesv1.KubeletServingSignerName})
 	if err != nil {
-		return "pending CSRs not checked (" + firstLineOf(err) + ")"
+		return nil, err
 	}
 	var pending []string
 	for _, csr := range csrs.Items {
@@ -259,10 +278,19 @@ func (c *Client) pendingServingCSRs(ctx context.Context, node string) string {
 			pending = append(pending, csr.Name)
 		}
 	}
-	if len(pending) == 0 {
+	return pending, nil
+}
+
+// describeCSRs is pendingServingCSRs' answer for doctor's tls line.
+func describeCSRs(pending []string, err error) string {
+	switch {
+	case err != nil:
+		return "pending CSRs not checked (" + firstLineOf(err) + ")"
+	case len(pending) == 0:
 		return "no pending serving CSR"
+	default:
+		return "pending serving CSRs: " + strings.Join(pending, " ") + " (kubectl certificate approve " + strings.Join(pending, " ") + ")"
 	}
-	return "pending serving CSRs: " + strings.Join(pending, " ") + " (kubectl certificate approve " + strings.Join(pending, " ") + ")"
 }
 
 // identity asks the apiserver who the kubelet's credentials are, with those credentials:
@@ -298,7 +326,7 @@ func (c *Client) identity(ctx context.Context) (authenticationv1.UserInfo, kuber
 
 // checkPermissions asks, as the identity, what the kubelet will ask about it: get nodes/pods
 // (all /pods needs) and get nodes/proxy (the fallback the kubelet tries, which also opens exec).
-func (c *Client) checkPermissions(ctx context.Context, node string, cs kubernetes.Interface) (string, Verdict, string, string) {
+func (c *Client) checkPermissions(ctx context.Context, node, user string, cs kubernetes.Interface) (string, Verdict, string, string) {
 	can := func(sub string) (bool, error) {
 		r, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
 			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Resource: "nodes", Subresource: sub, Name: node, Version: "v1"},
@@ -323,7 +351,7 @@ func (c *Client) checkPermissions(ctx context.Context, node string, cs kubernete
 	case pods || proxy:
 		return CheckPermissions, OK, detail, ""
 	default:
-		return CheckPermissions, Fail, detail, "grant get on nodes/pods: kubectl apply -f examples/rbac/"
+		return CheckPermissions, Fail, detail, "grant get nodes/pods: " + grantHint(user, podsEndpoint.Permission)
 	}
 }
 

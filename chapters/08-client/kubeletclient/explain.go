@@ -1,6 +1,7 @@
 package kubeletclient
 
 import (
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -26,11 +27,14 @@ const (
 	Deadline       Kind = "deadline"        // --all-nodes' overall deadline passed
 	Unroutable     Kind = "unreachable"
 	TLS            Kind = "certificate not trusted"
-	Unauthorized   Kind = "unauthorized"
-	Forbidden      Kind = "forbidden"
-	Credentials    Kind = "credentials" // no credentials could be had, or they were not sent
-	Status         Kind = "error status"
-	Transport      Kind = "connection failed"
+	// HandshakeRefused: the kubelet ended the TLS handshake with an internal_error alert, as a
+	// kubelet without a serving certificate does (serverTLSBootstrap, its CSR not approved yet).
+	HandshakeRefused Kind = "handshake refused"
+	Unauthorized     Kind = "unauthorized"
+	Forbidden        Kind = "forbidden"
+	Credentials      Kind = "credentials" // no credentials could be had, or they were not sent
+	Status           Kind = "error status"
+	Transport        Kind = "connection failed"
 )
 
 // Party says whose request was refused, so that the reader fixes the right identity.
@@ -47,8 +51,10 @@ const (
 // Error is a failed request to a kubelet, with what to do about it.
 type Error struct {
 	Kind Kind
-	URL  string
-	Err  error
+	// URL is what was dialed; ServerName, when set, the name the kubelet's certificate was
+	// checked for instead of the URL's host (--kubelet-tls-server-name).
+	URL, ServerName string
+	Err             error
 	// Party, for 401 and 403, says whose identity was refused.
 	Party Party
 	// Timeout is the limit that passed, for Timeout, ConnectTimeout and Deadline.
@@ -59,11 +65,15 @@ type Error struct {
 
 func (e *Error) Error() string {
 	var head string
+	target := e.URL
+	if e.ServerName != "" {
+		target += " (certificate checked for " + e.ServerName + ")"
+	}
 	switch e.Kind {
 	case ConnectTimeout:
-		head = fmt.Sprintf("timed out after %s connecting to %s", e.Timeout, e.URL)
+		head = fmt.Sprintf("timed out after %s connecting to %s", e.Timeout, target)
 	case Timeout:
-		head = fmt.Sprintf("timed out after %s waiting for %s to answer (connected)", e.Timeout, e.URL)
+		head = fmt.Sprintf("timed out after %s waiting for %s to answer (connected)", e.Timeout, target)
 	case Deadline:
 		head = fmt.Sprintf("timed out after %s (--all-nodes-timeout): %v", e.Timeout, e.Err)
 	default:
@@ -83,7 +93,7 @@ func (e *Error) Unreachable() bool {
 }
 
 // explain classifies a transport error. connected says whether TCP connected.
-func explain(url string, err error, timeout time.Duration, connected bool) error {
+func explain(url string, err error, timeout time.Duration, connected bool) *Error {
 	e := &Error{URL: url, Err: err, Kind: Transport}
 	var unknownCA x509.UnknownAuthorityError
 	var dialErr *net.OpError
@@ -113,6 +123,10 @@ func explain(url string, err error, timeout time.Duration, connected bool) error
 			"(--kubelet-tls-server-name=Hostname), reach it by that name (--kubelet-preferred-address-types=Hostname), or:\n", hostname.Host) + fixesHint
 	case errors.As(err, &invalid):
 		e.Kind, e.Hint = TLS, "The kubelet's certificate is invalid ("+invalid.Error()+"). Check the node's clock and certificate rotation, or:\n"+fixesHint
+	case isRemoteAlert(err, alertInternalError):
+		// The kubelet has no certificate to show. Which CSR to approve needs the node's name
+		// and the apiserver: getOf adds it when it has both (servingCSRAdvice).
+		e.Kind, e.Hint = HandshakeRefused, noServingCertificateHint+" "+servingCSRAdvice("", nil, errNoLookup)
 	case errors.Is(err, syscall.ECONNREFUSED):
 		e.Kind = Refused
 		e.Hint = "Nothing listens there. If this is the read-only port 10255, it is off by default since the kubelet's " +
@@ -140,6 +154,45 @@ func explain(url string, err error, timeout time.Duration, connected bool) error
 			"an http:// read-only port behind an https:// URL?). The proxy would hide this, so there is no failover."
 	}
 	return e
+}
+
+// alertInternalError is TLS's internal_error alert (RFC 8446, section 6.2): what Go's server
+// sends when its GetCertificate fails, as the kubelet's does while it has no serving
+// certificate (pkg/kubelet/kubelet.go#L962-L968 (kubeDeps.TLSConfig.GetCertificate)).
+const alertInternalError tls.AlertError = 80
+
+// isRemoteAlert says whether err is the alert a, sent by the other side. crypto/tls reports a
+// received alert as a net.OpError "remote error" around its unexported alert type, whose text
+// is AlertError's. A port that does not speak TLS at all gives a tls.RecordHeaderError instead.
+func isRemoteAlert(err error, a tls.AlertError) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "remote error" && op.Err != nil && op.Err.Error() == a.Error()
+}
+
+const noServingCertificateHint = "The kubelet failed the TLS handshake on its side (alert internal_error), as a kubelet with no " +
+	"serving certificate does: with serverTLSBootstrap: true it has none until its kubernetes.io/kubelet-serving CSR is " +
+	"approved and signed. The proxy would meet the same, so there is no failover."
+
+// errNoLookup says the node's CSRs could not be looked up: no node name, or no kubeconfig.
+var errNoLookup = errors.New("not looked up")
+
+// servingCSRAdvice says what to do about a kubelet without a serving certificate, given the
+// pending kubelet-serving CSRs of node and whether they could be looked up (lookupErr).
+func servingCSRAdvice(node string, pending []string, lookupErr error) string {
+	const unsigned = "kubectl get csr shows whether one was denied, or approved and not signed yet (kube-controller-manager's " +
+		"csrsigning controller signs them); the kubelet's log says \"no serving certificate available for the kubelet\" while it has none."
+	const look = "Find the node's CSR: kubectl get csr --field-selector spec.signerName=kubernetes.io/kubelet-serving " +
+		"(requestor system:node:<node>), then kubectl certificate approve <name>. With none pending, " + unsigned
+	switch {
+	case errors.Is(lookupErr, errNoLookup):
+		return look
+	case lookupErr != nil:
+		return "Its CSRs could not be looked up (" + firstLineOf(lookupErr) + "). " + look
+	case len(pending) > 0:
+		return "Pending for " + node + ": " + strings.Join(pending, " ") + ": kubectl certificate approve " + strings.Join(pending, " ")
+	default:
+		return "No kubernetes.io/kubelet-serving CSR of " + node + " is pending: " + unsigned
+	}
 }
 
 const fixesHint = `  - --kubelet-ca-file=<the CA, or the kubelet's own certificate>: on minikube, /var/lib/kubelet/pki/kubelet.crt on the node
@@ -170,8 +223,9 @@ func shownBody(body string) string {
 }
 
 // explainStatus turns a kubelet's non-200 answer into advice. The body — the kubelet answers
-// errors in plain text — is quoted as it came.
-func explainStatus(url string, code int, location, body, credentials string) error {
+// errors in plain text — is quoted as it came. permission is what the endpoint asked for needs
+// ("get nodes/pods"; ReadEndpoint.Permission).
+func explainStatus(url string, code int, location, body, credentials, permission string) error {
 	e := &Error{URL: url, Err: fmt.Errorf("GET %s: %d %s: %s", url, code, http.StatusText(code), shownBody(body))}
 	switch {
 	case code == http.StatusUnauthorized:
@@ -181,16 +235,7 @@ func explainStatus(url string, code int, location, body, credentials string) err
 			"deleted ServiceAccount's token does not), and a client certificate must be signed by the kubelet's client CA."
 	case code == http.StatusForbidden:
 		e.Kind, e.Party = Forbidden, PartyClient
-		e.Hint = "Authenticated, but not allowed. Grant get on nodes/pods: kubectl apply -f examples/rbac/"
-		if m := forbiddenBody.FindStringSubmatch(body); m != nil {
-			var asked []string
-			for _, sub := range strings.Fields(m[4]) {
-				asked = append(asked, m[3]+"/"+sub)
-			}
-			e.Hint = fmt.Sprintf("%s may not %s %s — the kubelet asked the apiserver for each, in this order (v1.37 checks "+
-				"nodes/pods before nodes/proxy). Grant %s %s, the narrower one: kubectl apply -f examples/rbac/",
-				m[1], m[2], strings.Join(asked, " nor "), m[2], asked[0])
-		}
+		e.Hint = forbiddenHint(body, permission)
 	case code >= 300 && code < 400:
 		e.Kind = Status
 		e.Hint = "The kubelet (or what answers at that address) redirects to " + RedactURL(location) +
@@ -233,8 +278,12 @@ func explainProxy(node, url string, err error) error {
 	switch {
 	case apierrors.IsForbidden(err):
 		e.Kind, e.Party = Forbidden, PartyClient
-		e.Hint = "The apiserver's node proxy needs get on nodes/proxy (not nodes/pods) — which also opens exec and the " +
-			"whole kubelet API, so examples/rbac keeps it apart: kubectl apply -f examples/rbac/node-proxy/"
+		user := ""
+		if m := apiserverForbidden.FindStringSubmatch(err.Error()); m != nil {
+			user = m[1]
+		}
+		e.Hint = "The apiserver's node proxy needs get on nodes/proxy (not nodes/pods), which examples/rbac keeps apart: " +
+			grantHint(user, "get nodes/proxy")
 	case apierrors.IsUnauthorized(err):
 		e.Kind, e.Party = Unauthorized, PartyClient
 		e.Hint = "The apiserver did not accept the kubeconfig's credentials."
@@ -242,6 +291,43 @@ func explainProxy(node, url string, err error) error {
 		e.Hint = "There is no node " + node + ": kubectl get nodes lists them."
 	}
 	return e
+}
+
+// apiserverForbidden is the user in the apiserver's own 403: User "U" cannot get resource "nodes/proxy" ….
+var apiserverForbidden = regexp.MustCompile(`User "([^"]*)" cannot`)
+
+// forbiddenHint says what to grant after a kubelet's 403, and how. The kubelet's body names the
+// user and every permission it asked the apiserver about, narrowest first
+// (pkg/kubelet/server/server.go#L426 (Forbidden (user=%s, verb=%s, resource=%s, subresource(s)=%v))):
+// the hint grants the first, through grantHint, so that it names a role that really grants it.
+func forbiddenHint(body, permission string) string {
+	m := forbiddenBody.FindStringSubmatch(body)
+	if m == nil {
+		if permission == "" {
+			permission = podsEndpoint.Permission
+		}
+		return "Authenticated, but not allowed. Grant " + permission + ": " + grantHint("", permission)
+	}
+	user, verb := m[1], m[2]
+	var asked []string
+	for _, sub := range strings.Fields(m[4]) {
+		asked = append(asked, m[3]+"/"+sub)
+	}
+	if len(asked) == 0 {
+		return "Authenticated, but not allowed: " + m[0]
+	}
+	narrow := verb + " " + asked[0]
+	if len(asked) == 1 {
+		hint := fmt.Sprintf("%s may not %s %s, the one permission the kubelet asked the apiserver for. Grant %s: %s",
+			user, verb, asked[0], narrow, grantHint(user, narrow))
+		if asked[0] == "nodes/proxy" && permission != "" && permission != narrow {
+			hint += fmt.Sprintf(". (A kubelet of v1.33 or later, with KubeletFineGrainedAuthz, asks for %s first: "+
+				"this one is older or has the gate off.)", permission)
+		}
+		return hint
+	}
+	return fmt.Sprintf("%s may not %s %s — the kubelet asked the apiserver for each, in this order (v1.37 checks %s "+
+		"before nodes/proxy). Grant %s, the narrower one: %s", user, verb, strings.Join(asked, " nor "), asked[0], narrow, grantHint(user, narrow))
 }
 
 // relayedFromKubelet says whether an error of the node proxy is an answer that is not the

@@ -28,6 +28,15 @@ const (
 const readmeTLSError = `error: certificate not trusted: Get "https://192.168.49.2:10250/pods": tls: failed to verify certificate: x509: cannot validate certificate for 192.168.49.2 because it doesn't contain any IP SANs
   The kubelet's certificate is not valid for 192.168.49.2. Check it against a name it holds (--kubelet-tls-server-name=Hostname), `
 
+// readmeCSR is the CSR name the chapter README shows: each run's kubelet names its own.
+const readmeCSR = "csr-7x2kq"
+
+// readmeShowsCSR is readmeShows for text that names this run's CSR.
+func readmeShowsCSR(t *testing.T, text, csr string) {
+	t.Helper()
+	readmeShows(t, strings.ReplaceAll(text, csr, readmeCSR))
+}
+
 // readmeShows fails unless the chapter README shows text, so that what it tells a reader is what
 // these tests saw.
 func readmeShows(t *testing.T, text string) {
@@ -81,7 +90,9 @@ func TestTLS(t *testing.T) {
 			[]string{"--via=kubelet"}, 1, []string{readmeTLSError}, nil},
 		{"the cluster CA, the Hostname: nothing the cluster trusts signed it",
 			[]string{"--via=kubelet", "--kubelet-tls-server-name=Hostname"}, 1,
-			[]string{`Get "https://minikube:10250/pods": tls: failed to verify certificate: x509: certificate signed by unknown authority`,
+			// The URL dialed, and the name the certificate was checked for: not "https://minikube:10250",
+			// which names a host nobody dialed (and that this machine may not resolve).
+			[]string{`Get "https://192.168.49.2:10250/pods" (certificate checked for minikube): tls: failed to verify certificate: x509: certificate signed by unknown authority`,
 				"The kubelet's certificate is not signed by a CA you trust: on minikube and kubeadm clusters without serverTLSBootstrap, each kubelet signs its own certificate at start"}, nil},
 		{"the kubelet's own certificate, the IP: still not a name it holds",
 			[]string{"--via=kubelet", "--kubelet-ca-file", f.kubeletCert}, 1, []string{"doesn't contain any IP SANs"}, nil},
@@ -156,13 +167,37 @@ func TestTokenAndRBAC(t *testing.T) {
 		assert.Equal(t, 0, r.code, "%s", r)
 		assert.Contains(t, r.stdout, "kube-apiserver-minikube")
 	})
-	t.Run("configz: the kubelet asks for nodes/configz, then nodes/proxy, and gets no to both", func(t *testing.T) {
+	t.Run("configz: the kubelet asks for nodes/configz, then nodes/proxy, and gets no to both; the error's commands grant it", func(t *testing.T) {
 		r := beside("--endpoint=configz")
 		assert.Equal(t, 1, r.code, "%s", r)
-		const forbidden = "error: forbidden: GET https://192.168.49.2:10250/configz: 403 Forbidden: Forbidden (user=system:serviceaccount:kubelet-reader:kubelet-reader, verb=get, resource=nodes, subresource(s)=[configz proxy])\n"
-		assert.True(t, strings.HasPrefix(r.stderr, forbidden), "%s", r)
+		// examples/rbac does not grant nodes/configz: the error says so, and gives the rule and the
+		// commands that add it, rather than pointing at files that would not help.
+		const forbidden = "error: forbidden: GET https://192.168.49.2:10250/configz: 403 Forbidden: Forbidden (user=system:serviceaccount:kubelet-reader:kubelet-reader, verb=get, resource=nodes, subresource(s)=[configz proxy])\n" +
+			"  system:serviceaccount:kubelet-reader:kubelet-reader may not get nodes/configz nor nodes/proxy — the kubelet asked the apiserver for each, in this order (v1.37 checks nodes/configz before nodes/proxy). " +
+			`Grant get nodes/configz, the narrower one: no role of examples/rbac grants it. Add the rule {apiGroups: [""], resources: ["nodes/configz"], verbs: ["get"]}: ` +
+			"kubectl create clusterrole get-nodes-configz --verb=get --resource=nodes/configz, then kubectl create clusterrolebinding get-nodes-configz:kubelet-reader:kubelet-reader --clusterrole=get-nodes-configz --serviceaccount=kubelet-reader:kubelet-reader\n"
+		assert.Equal(t, forbidden, r.stderr)
 		readmeShows(t, forbidden)
-		assert.Contains(t, r.stderr, "Grant get nodes/configz, the narrower one")
+
+		// Its commands, as it gives them.
+		commands := regexp.MustCompile(`kubectl (create clusterrole(?:binding)? \S+ --\S+ --\S+?),?\s`).FindAllStringSubmatch(r.stderr, -1)
+		require.Len(t, commands, 2, "a role and its binding: %s", r.stderr)
+		for _, c := range commands {
+			f.kubectl(t, strings.Fields(c[1])...)
+			readmeShows(t, "$ kubectl "+c[1]+"\n")
+		}
+		t.Cleanup(func() {
+			f.kubectl(t, "delete", "clusterrolebinding", "get-nodes-configz:kubelet-reader:kubelet-reader")
+			f.kubectl(t, "delete", "clusterrole", "get-nodes-configz")
+			require.Eventually(t, func() bool {
+				return strings.TrimSpace(f.kubectlResult(t, "auth", "can-i", "get", "nodes/"+nodeName, "--subresource=configz", "--as=system:serviceaccount:kubelet-reader:kubelet-reader").stdout) == "no"
+			}, 10*time.Second, 200*time.Millisecond, "the grant is gone")
+		})
+		// At once: each run mints a new token, which the kubelet's denial cache does not know.
+		r = beside("--endpoint=configz")
+		require.Equal(t, 0, r.code, "%s", r)
+		assert.Contains(t, r.stdout, `"kubeletconfig"`)
+		readmeShows(t, "--endpoint=configz\n"+strings.Join(strings.Split(r.stdout, "\n")[:2], "\n")+"\n")
 	})
 	t.Run("the apiserver's answer, as the kubelet asks it", func(t *testing.T) {
 		asReader := "--as=system:serviceaccount:kubelet-reader:kubelet-reader"
@@ -371,7 +406,8 @@ func TestServingCertificateFromTheClusterCA(t *testing.T) {
 			return r.code != 0 && strings.Contains(r.stdout, `issuer \"minikube-ca@`)
 		}, time.Minute, time.Second, "the kubelet serves its self-signed certificate again")
 	})
-	// What `minikube start --extra-config=kubelet.serverTLSBootstrap=true` puts into the file.
+	// What `minikube start --extra-config=kubelet.rotate-server-certificates=true` asks of the
+	// kubelet: that flag sets this field, cmd/kubelet/app/options/options.go#L409 ("rotate-server-certificates").
 	f.inNode(t, "sh", "-c", "echo 'serverTLSBootstrap: true' >> "+config+" && systemctl restart kubelet")
 
 	// The kubelet asks for a certificate signed by kubernetes.io/kubelet-serving, and has none
@@ -389,12 +425,34 @@ func TestServingCertificateFromTheClusterCA(t *testing.T) {
 	}, time.Minute, 500*time.Millisecond, "a pending kubelet-serving CSR")
 	// (Eventually: the kubelet may ask for it before it listens.)
 	var r result
-	assert.Eventually(t, func() bool {
+	require.Eventually(t, func() bool {
 		r = f.clientBeside(t, "--node", nodeName, "--via=kubelet")
 		return r.code == 1 && strings.Contains(r.stderr, "remote error: tls: internal error")
 	}, 30*time.Second, 500*time.Millisecond, "no serving certificate yet: the kubelet fails every handshake\n%s", r)
+	// The error says why, and names the CSR to approve: the one the kubelet asked for.
+	want := "error: handshake refused: Get \"https://192.168.49.2:10250/pods\": remote error: tls: internal error\n" +
+		"  The kubelet failed the TLS handshake on its side (alert internal_error), as a kubelet with no serving certificate does: " +
+		"with serverTLSBootstrap: true it has none until its kubernetes.io/kubelet-serving CSR is approved and signed. " +
+		"The proxy would meet the same, so there is no failover. Pending for minikube: " + csr + ": kubectl certificate approve " + csr + "\n"
+	assert.Equal(t, want, r.stderr)
+	readmeShowsCSR(t, want, csr)
 
-	f.kubectl(t, "certificate", "approve", csr)
+	// doctor, the same: the handshake refused, not "a port that does not speak TLS", and the
+	// CSR to approve — whose command, run as doctor gives it, is the fix.
+	r = f.clientBeside(t, "doctor", "--node", nodeName)
+	assert.Equal(t, 1, r.code, "%s", r)
+	tlsLine := regexp.MustCompile(`(?m)^minikube +tls +FAIL +handshake: remote error: tls: internal error; pending serving CSRs: (\S+) \(kubectl certificate approve (\S+)\)$`).FindStringSubmatch(r.stdout)
+	require.NotNil(t, tlsLine, "%s", r)
+	assert.Equal(t, []string{csr, csr}, tlsLine[1:])
+	readmeShowsCSR(t, tlsLine[0]+"\n", csr)
+	fix := "fix (minikube, tls): the kubelet has no serving certificate until its CSR is approved: kubectl certificate approve " + csr + "\n" +
+		"error: 2 checks failed\n"
+	assert.Equal(t, fix, r.stderr, "the fix, not \"the port does not speak TLS\"")
+	readmeShowsCSR(t, fix, csr)
+	approve := regexp.MustCompile(`kubectl (certificate approve \S+)\n`).FindStringSubmatch(r.stderr)
+	require.NotNil(t, approve, "%s", r)
+
+	f.kubectl(t, strings.Fields(approve[1])...)
 	require.Eventually(t, func() bool {
 		r = f.clientBeside(t, "--node", nodeName, "--via=kubelet")
 		return r.code == 0
