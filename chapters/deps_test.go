@@ -1,5 +1,7 @@
 // Package chapters holds the checks that span the repository: go.mod against the pinned
-// kubernetes module (make verify-deps), and every chapter README's commands run for real.
+// kubernetes module (make verify-deps), the layout's import rules (TestImportRules), every
+// go:linkname against the pinned source (linkname_test.go), and every chapter README's
+// commands run for real (readme_test.go).
 package chapters
 
 import (
