@@ -440,15 +440,8 @@ func (n *Node) Stop(ctx context.Context) error {
 	}
 	if alive(st.LauncherPID, "") && isLauncher(st.LauncherPID, n.dir()) {
 		_ = syscall.Kill(st.LauncherPID, syscall.SIGTERM)
-		deadline := time.Now().Add(45 * time.Second)
-		for alive(st.LauncherPID, "") && time.Now().Before(deadline) {
-			if n.launcher != nil && n.launcher.ProcessState == nil {
-				break // our child: Wait below
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		if n.launcher != nil {
-			_ = n.launcher.Wait()
+		if !n.waitForLauncher(ctx, st.LauncherPID, 45*time.Second) {
+			_ = syscall.Kill(st.LauncherPID, syscall.SIGKILL)
 		}
 	}
 	// Whatever the launcher could not do.
@@ -461,6 +454,29 @@ func (n *Node) Stop(ctx context.Context) error {
 		return err
 	}
 	return removeCgroups(cfg.Cgroups)
+}
+
+// waitForLauncher waits until the launcher has exited (it stops the node and removes its
+// cgroups first), for at most timeout or until ctx ends; it says whether it did.
+func (n *Node) waitForLauncher(ctx context.Context, pid int, timeout time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if n.launcher != nil { // our child: collect it
+			_ = n.launcher.Wait()
+			return
+		}
+		for alive(pid, "") {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	select {
+	case <-done:
+		return true
+	case <-time.After(timeout):
+	case <-ctx.Done():
+	}
+	return false
 }
 
 func (n *Node) dir() string {
