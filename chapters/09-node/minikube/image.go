@@ -144,7 +144,6 @@ func (o *options) listImages(ctx context.Context) error {
 		tags = append(tags, i.RepoTags...)
 	}
 	slices.Sort(tags)
-	slices.Reverse(tags) // minikube prints them newest name first; any stable order does
 	for _, t := range tags {
 		fmt.Fprintln(o.out, t)
 	}
