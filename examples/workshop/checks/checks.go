@@ -1,6 +1,11 @@
 // Package checks holds the workshop's checkers: each inspects the cluster of the current
-// kubeconfig context (minikube for attendees, the embedded mini-cluster in CI) and the
-// attendee's answers, and says PASS or what is missing.
+// kubeconfig context (minikube for attendees, chapter 09's node in the rehearsal) and the
+// attendee's answers, and says PASS or what is missing — and where to look.
+//
+// A checker looks for evidence that only doing the exercise leaves: the hash of the manifest as
+// it was before an edit, the mirror pod the kubelet made again after its deletion, the kubelet's
+// own words for a refused token, the CSR an attendee approved. A state that is true on any
+// fresh minikube passes nothing.
 package checks
 
 import (
@@ -9,6 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,6 +34,25 @@ type Env struct {
 	Node string
 	// Root is the repository root, for the exercises' own files.
 	Root string
+	// Now is the time the check runs (time.Now when nil).
+	Now func() time.Time
+	// Raw GETs an apiserver path, as kubectl get --raw (through Client when nil): the kubelet's
+	// /configz and /pods through the node proxy.
+	Raw func(ctx context.Context, path string) ([]byte, error)
+}
+
+func (e Env) raw(ctx context.Context, path string) ([]byte, error) {
+	if e.Raw != nil {
+		return e.Raw(ctx, path)
+	}
+	return e.Client.CoreV1().RESTClient().Get().AbsPath(path).DoRaw(ctx)
+}
+
+func (e Env) now() time.Time {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return time.Now()
 }
 
 // Result is a check's verdict: passed, or the things still missing.
@@ -48,22 +74,30 @@ type Exercise struct {
 	Number int
 	Name   string // its directory under examples/workshop
 	Title  string
+	// Answers is the exercise's answer file in examples/workshop/answers ("" when it has none).
+	Answers string
 	// Offline exercises need no cluster (the coding ones).
 	Offline bool
 	Check   func(ctx context.Context, env Env) (Result, error)
 }
 
-// Exercises lists them in order.
+// Exercises lists them in order: the node's static pods and the kubelet as a service first,
+// then the kubelet's API from outside (address, certificate, token, proxy, an agent in the
+// cluster), then two coding exercises on the toy kubelet.
 var Exercises = []Exercise{
-	{1, "01-find-static-pods", "Find the control plane's static pods", false, checkFindStaticPods},
-	{2, "02-add-static-pod", "Add, edit and mirror a static pod", false, checkAddStaticPod},
-	{3, "03-broken-manifest", "Break a manifest and find the kubelet's reason", false, checkBrokenManifest},
-	{4, "04-token-and-rbac", "A ServiceAccount token against the kubelet: 403, then RBAC", false, checkTokenAndRBAC},
-	{5, "05-address-and-port", "Where the kubelet is, and whose certificate it shows", false, checkAddressAndPort},
-	{6, "06-node-proxy", "Through the apiserver's node proxy", false, checkNodeProxy},
-	{7, "07-daemonset", "The client in the cluster, as an agent", false, checkDaemonSet},
-	{8, "08-toy-remove", "Coding: REMOVE in the toy's sync loop", true, checkCoding("08-toy-remove")},
-	{9, "09-toy-namespace-filter", "Coding: /pods?namespace= on the toy", true, checkCoding("09-toy-namespace-filter")},
+	{1, "01-find-static-pods", "Find the control plane's static pods", "01-static-pods.yaml", false, checkFindStaticPods},
+	{2, "02-add-static-pod", "Add a static pod, edit it, delete its mirror", "02-static-pod.yaml", false, checkAddStaticPod},
+	{3, "03-broken-manifest", "Break a manifest and find the kubelet's reason", "03-reason.txt", false, checkBrokenManifest},
+	{4, "04-kubelet-will-not-start", "The kubelet that will not start", "04-kubelet-will-not-start.yaml", false, checkKubeletWillNotStart},
+	{5, "05-kubelet-setting", "Change a kubelet setting and restart it", "05-kubelet-setting.yaml", false, checkKubeletSetting},
+	{6, "06-crictl-and-apiserver", "crictl, and an apiserver that will not start", "06-crictl-and-apiserver.yaml", false, checkCrictlAndAPIServer},
+	{7, "07-address-and-port", "Where the kubelet is, and whose certificate it shows", "07-address-and-port.yaml", false, checkAddressAndPort},
+	{8, "08-token-and-rbac", "A ServiceAccount token against the kubelet: 403, then RBAC", "08-token-and-rbac.yaml", false, checkTokenAndRBAC},
+	{9, "09-serving-certificate", "A serving certificate the cluster CA signs", "09-serving-certificate.yaml", false, checkServingCertificate},
+	{10, "10-node-proxy", "Through the apiserver's node proxy, and back out of it", "10-node-proxy.yaml", false, checkNodeProxy},
+	{11, "11-daemonset", "The client in the cluster, as an agent", "", false, checkDaemonSet},
+	{12, "12-toy-remove", "Coding: REMOVE in the toy's sync loop", "", true, checkCoding("12-toy-remove")},
+	{13, "13-toy-namespace-filter", "Coding: /pods?namespace= on the toy", "", true, checkCoding("13-toy-namespace-filter")},
 }
 
 // Find returns exercise n.
@@ -92,22 +126,39 @@ func node(ctx context.Context, env Env) (*corev1.Node, error) {
 }
 
 // answers reads an answer file into v; ok is false (and a missing item recorded) when it does
-// not exist yet.
+// not exist yet or is still the template's. Keys the template does not have are an error:
+// a typo in a key would otherwise read as an empty answer.
 func answers(env Env, r *Result, file string, v any) bool {
 	path := filepath.Join(env.Answers, file)
 	data, err := os.ReadFile(path)
 	if err != nil {
-		r.missing("your answers in %s (copy the exercise's answers template there)", path)
+		r.missing("your answers in %s (cp -r examples/workshop/answers-template examples/workshop/answers, then fill it in)", path)
 		return false
 	}
 	if err := yaml.UnmarshalStrict(data, v); err != nil {
-		r.missing("%s to be valid: %v", path, err)
+		r.missing("%s to be valid YAML with the template's keys: %v", path, err)
 		return false
 	}
 	return true
 }
 
-// mirrorPods lists the mirror pods on a node, by name.
+// unfilled records the answers still empty; it returns true when there are some.
+func unfilled(r *Result, env Env, file string, fields map[string]bool) bool {
+	var empty []string
+	for name, filled := range fields {
+		if !filled {
+			empty = append(empty, name)
+		}
+	}
+	if len(empty) == 0 {
+		return false
+	}
+	sort.Strings(empty)
+	r.missing("your answers in %s: %s still empty", filepath.Join(env.Answers, file), strings.Join(empty, ", "))
+	return true
+}
+
+// mirrorPods lists the mirror pods on a node, by namespace/name.
 func mirrorPods(ctx context.Context, env Env, nodeName string) (map[string]corev1.Pod, error) {
 	pods, err := env.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + nodeName})
 	if err != nil {
@@ -129,4 +180,14 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// normalize makes an answer comparable: surrounding space, quotes and a trailing slash off.
+func normalize(s string) string {
+	s = strings.TrimSpace(s)
+	s = strings.Trim(s, `"'`)
+	if len(s) > 1 {
+		s = strings.TrimSuffix(s, "/")
+	}
+	return s
 }

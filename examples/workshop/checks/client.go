@@ -1,0 +1,412 @@
+package checks
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/08-client/kubeletclient"
+)
+
+// Exercises 7–11: the kubelet's API from outside — where it is, whose certificate it shows,
+// what a token may do, the apiserver's proxy, and an agent in the cluster.
+
+// The ServiceAccount examples/rbac makes, as the kubelet sees it.
+const (
+	readerUser = "system:serviceaccount:kubelet-reader:kubelet-reader"
+	// proxyBinding is examples/rbac/node-proxy's binding, and proxyLabel the label its objects carry.
+	proxyBinding = "kubelet-reader-node-proxy"
+	proxyLabel   = "kubelet-walkthrough/grants=exec-equivalent"
+)
+
+// 7. The kubelet's address and port as the client finds them, the certificate it shows (its
+// issuer names the kubelet itself, with the second it made it), and a way past it.
+func checkAddressAndPort(ctx context.Context, env Env) (Result, error) {
+	var r Result
+	n, err := node(ctx, env)
+	if err != nil {
+		return r, err
+	}
+	var a struct {
+		Address string `json:"address"`
+		Port    int    `json:"port"`
+		Issuer  string `json:"issuer"`
+		SANs    string `json:"sans"`
+		Fix     string `json:"fix"`
+	}
+	if !answers(env, &r, "07-address-and-port.yaml", &a) || unfilled(&r, env, "07-address-and-port.yaml", map[string]bool{
+		"address": a.Address != "", "port": a.Port != 0, "issuer": a.Issuer != "", "sans": a.SANs != "", "fix": a.Fix != ""}) {
+		return r, nil
+	}
+	e, err := kubeletclient.EndpointFor(n, kubeletclient.DefaultAddressTypes, 0)
+	if err != nil {
+		return r, err
+	}
+	if normalize(a.Address) != e.Address.Address {
+		r.missing("address: the node's %s, the first of the client's preferred address types it has (kubectl get node %s -o jsonpath='{.status.addresses}')", e.Address.Type, n.Name)
+	}
+	if a.Port != e.Port {
+		r.missing("port: the one the kubelet reports in .status.daemonEndpoints.kubeletEndpoint.port")
+	}
+	hostname := addressOf(n, corev1.NodeHostName, n.Name)
+	// openssl prints issuer=CN = minikube-ca@1764530000: the kubelet names its own CA after the
+	// host and the second it made the certificate (client-go's cert.GenerateSelfSignedCertKey).
+	issuer := regexp.MustCompile(`^(?:issuer\s*=\s*)?(?:CN\s*=\s*)?` + regexp.QuoteMeta(hostname) + `-ca@(\d+)$`).FindStringSubmatch(normalize(a.Issuer))
+	if issuer == nil {
+		r.missing("issuer: the certificate's issuer as openssl prints it in the node (sudo openssl x509 -in /var/lib/kubelet/pki/kubelet.crt -noout -issuer): the kubelet signed it itself, as %s-ca@<the second it made it>", hostname)
+	} else if made, _ := strconv.ParseInt(issuer[1], 10, 64); time.Unix(made, 0).Before(n.CreationTimestamp.Add(-time.Hour)) || time.Unix(made, 0).After(env.now()) {
+		r.missing("issuer: %s was not made by this node's kubelet (it names the second the certificate was made: this node is from %s)", a.Issuer, n.CreationTimestamp.Format(time.RFC3339))
+	}
+	if sans := sanList(a.SANs); !slices.Equal(sans, []string{hostname}) {
+		r.missing("sans: the certificate's subject alternative names as openssl prints them (-ext subjectAltName): the host name only — which is why a client that dials %s cannot verify it", e.Address.Address)
+	}
+	if _, ok := fixes[normalizeFix(a.Fix)]; !ok {
+		r.missing("fix: one way past the certificate — kubelet-ca-file with kubelet-tls-server-name=Hostname, rotate-server-certificates (a CSR the cluster CA signs), via-apiserver, or insecure-skip-tls-verify (with its warning)")
+	}
+	return r, nil
+}
+
+// fixes are the ways past a kubelet's self-signed certificate, under each name an attendee may
+// give them.
+var fixes = map[string]string{
+	"kubelet-ca-file": "ca", "kubelet-tls-server-name": "ca", "kubelet-ca-file+kubelet-tls-server-name": "ca", "kubelet-ca-file+kubelet-tls-server-name=hostname": "ca",
+	"rotate-server-certificates": "csr", "server-tls-bootstrap": "csr", "servertlsbootstrap": "csr", "csr": "csr",
+	"via-apiserver": "proxy", "via=apiserver": "proxy", "apiserver": "proxy", "node-proxy": "proxy",
+	"insecure-skip-tls-verify": "insecure",
+}
+
+func normalizeFix(s string) string {
+	s = strings.ToLower(normalize(s))
+	s = strings.ReplaceAll(s, "--", "")
+	s = strings.Join(strings.Fields(strings.NewReplacer(",", "+", " and ", "+", " + ", "+").Replace(s)), "")
+	return strings.TrimPrefix(s, "kubelet.")
+}
+
+// sanList reads subject alternative names as openssl prints them ("DNS:minikube, IP
+// Address:192.168.49.2") or as a plain list.
+func sanList(s string) []string {
+	var out []string
+	for _, f := range strings.FieldsFunc(normalize(strings.Trim(s, "[]")), func(r rune) bool { return r == ',' || r == '\n' }) {
+		f = strings.TrimSpace(f)
+		for _, prefix := range []string{"DNS:", "IP Address:", "IP:"} {
+			f = strings.TrimPrefix(f, prefix)
+		}
+		if f = strings.Trim(f, `"' `); f != "" {
+			out = append(out, f)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// addressOf is the node's address of a type, or fallback.
+func addressOf(n *corev1.Node, t corev1.NodeAddressType, fallback string) string {
+	for _, a := range n.Status.Addresses {
+		if a.Type == t {
+			return a.Address
+		}
+	}
+	return fallback
+}
+
+// 8. A ServiceAccount token at the kubelet: the kubelet's own refusal, then the narrowest grant.
+func checkTokenAndRBAC(ctx context.Context, env Env) (Result, error) {
+	var r Result
+	n, err := node(ctx, env)
+	if err != nil {
+		return r, err
+	}
+	var a struct {
+		BeforeRBAC int    `json:"beforeRBAC"`
+		AfterRBAC  int    `json:"afterRBAC"`
+		Forbidden  string `json:"forbidden"`
+		Narrowest  string `json:"narrowest"`
+	}
+	if answers(env, &r, "08-token-and-rbac.yaml", &a) && !unfilled(&r, env, "08-token-and-rbac.yaml", map[string]bool{
+		"beforeRBAC": a.BeforeRBAC != 0, "afterRBAC": a.AfterRBAC != 0, "forbidden": a.Forbidden != "", "narrowest": a.Narrowest != ""}) {
+		if a.BeforeRBAC != 403 || a.AfterRBAC != 200 {
+			r.missing("the two status codes the kubelet answered, before and after the ClusterRole was bound (beforeRBAC, afterRBAC): 401 would mean it did not believe the token at all")
+		}
+		// The kubelet's words name who it saw and what it asked the apiserver about, in order:
+		// nodes/pods first, then nodes/proxy
+		// (pkg/kubelet/server/auth.go#L83-L157 (func (n nodeAuthorizerAttributesGetter) GetRequestAttributes)).
+		if !strings.Contains(a.Forbidden, "user="+readerUser) || !strings.Contains(a.Forbidden, "subresource(s)=[pods proxy]") {
+			r.missing("forbidden: the kubelet's answer to the token, word for word (Forbidden (user=…, verb=get, resource=nodes, subresource(s)=[…]))")
+		}
+		if n := strings.TrimPrefix(normalize(a.Narrowest), "nodes/"); n != "pods" {
+			r.missing("narrowest: the subresource that allows /pods and nothing else the kubelet serves — the first the kubelet asked about")
+		}
+	}
+	if _, err := env.Client.CoreV1().ServiceAccounts("kubelet-reader").Get(ctx, "kubelet-reader", metav1.GetOptions{}); err != nil {
+		r.missing("the ServiceAccount kubelet-reader/kubelet-reader: kubectl apply -f examples/rbac/00-namespace.yaml -f examples/rbac/01-serviceaccount.yaml")
+		return r, nil
+	}
+	if ok, err := readerMay(ctx, env, n.Name, "pods"); err != nil {
+		return r, err
+	} else if !ok {
+		r.missing("RBAC for kubelet-reader: get on nodes/pods (kubectl apply -f examples/rbac/02-clusterrole.yaml -f examples/rbac/03-clusterrolebinding.yaml)")
+	}
+	if ok, err := readerMay(ctx, env, n.Name, "proxy"); err != nil {
+		return r, err
+	} else if ok {
+		r.missing("no nodes/proxy for kubelet-reader: it opens exec on every node, and /pods does not need it")
+	}
+	return r, nil
+}
+
+// readerMay asks the apiserver what the kubelet would ask it for kubelet-reader: may it get
+// nodes/<subresource>?
+func readerMay(ctx context.Context, env Env, nodeName, subresource string) (bool, error) {
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:   readerUser,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kubelet-reader", "system:authenticated"},
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Verb: "get", Resource: "nodes", Subresource: subresource, Name: nodeName, Version: "v1"},
+	}}
+	out, err := env.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+	if err != nil {
+		return false, fmt.Errorf("SubjectAccessReview: %w", err)
+	}
+	return out.Status.Allowed, nil
+}
+
+// 9. The kubelet's serving certificate from a CSR the attendee approved: issued by the cluster
+// CA, for the node's address as well as its name.
+func checkServingCertificate(ctx context.Context, env Env) (Result, error) {
+	var r Result
+	n, err := node(ctx, env)
+	if err != nil {
+		return r, err
+	}
+	var a struct {
+		CSR    string `json:"csr"`
+		Issuer string `json:"issuer"`
+		SANs   string `json:"sans"`
+	}
+	if !answers(env, &r, "09-serving-certificate.yaml", &a) || unfilled(&r, env, "09-serving-certificate.yaml", map[string]bool{
+		"csr": a.CSR != "", "issuer": a.Issuer != "", "sans": a.SANs != ""}) {
+		return r, nil
+	}
+	name := normalize(a.CSR)
+	name = name[strings.LastIndex(name, "/")+1:] // certificatesigningrequest.certificates.k8s.io/csr-x
+	csr, err := env.Client.CertificatesV1().CertificateSigningRequests().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		r.missing("csr: %s is no CertificateSigningRequest of this cluster (kubectl get csr)", a.CSR)
+		return r, nil
+	}
+	if err != nil {
+		return r, err
+	}
+	if csr.Spec.SignerName != certificatesv1.KubeletServingSignerName || csr.Spec.Username != "system:node:"+n.Name {
+		r.missing("csr: the kubelet's request for a serving certificate — signer %s, requested by system:node:%s; %s is a %s request by %s",
+			certificatesv1.KubeletServingSignerName, n.Name, name, csr.Spec.SignerName, csr.Spec.Username)
+		return r, nil
+	}
+	if !slices.ContainsFunc(csr.Status.Conditions, func(c certificatesv1.CertificateSigningRequestCondition) bool {
+		return c.Type == certificatesv1.CertificateApproved
+	}) {
+		r.missing("%s approved: nothing in the cluster approves a kubelet's serving certificate for you (kubectl certificate approve)", name)
+		return r, nil
+	}
+	block, _ := pem.Decode(csr.Status.Certificate)
+	if block == nil {
+		r.missing("%s issued: approved, but the controller manager has not signed it yet", name)
+		return r, nil
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return r, fmt.Errorf("%s's certificate: %w", name, err)
+	}
+	issuer := regexp.MustCompile(`^(?:issuer\s*=\s*)?(?:CN\s*=\s*)?`).ReplaceAllString(normalize(a.Issuer), "")
+	if issuer != cert.Issuer.CommonName {
+		r.missing("issuer: the issuer of the certificate the kubelet serves now, as openssl prints it in the node (the cluster CA's name)")
+	}
+	var want []string
+	want = append(want, cert.DNSNames...)
+	for _, ip := range cert.IPAddresses {
+		want = append(want, ip.String())
+	}
+	slices.Sort(want)
+	if !slices.Equal(sanList(a.SANs), want) {
+		r.missing("sans: the subject alternative names of the certificate the kubelet serves now (-ext subjectAltName): an IP address among them this time")
+	}
+	return r, nil
+}
+
+// 10. /pods through the apiserver's node proxy, and the exec-equivalent role it needs removed
+// again.
+func checkNodeProxy(ctx context.Context, env Env) (Result, error) {
+	var r Result
+	n, err := node(ctx, env)
+	if err != nil {
+		return r, err
+	}
+	var a struct {
+		Path       string `json:"path"`
+		Pods       int    `json:"pods"`
+		ProxyNeeds string `json:"proxyNeeds"`
+	}
+	if !answers(env, &r, "10-node-proxy.yaml", &a) || unfilled(&r, env, "10-node-proxy.yaml", map[string]bool{
+		"path": a.Path != "", "pods": a.Pods != 0, "proxyNeeds": a.ProxyNeeds != ""}) {
+		return r, nil
+	}
+	want := "/api/v1/nodes/" + n.Name + "/proxy/pods"
+	path := normalize(a.Path)
+	if u, err := url.Parse(path); err == nil && u.Scheme != "" {
+		path = strings.TrimSuffix(u.Path, "/") // the full URL is as right as the path
+	}
+	if path != want {
+		r.missing("path: the apiserver path that proxies to the kubelet's /pods (kubectl get --raw …)")
+	}
+	raw, err := env.raw(ctx, want)
+	if err != nil {
+		return r, fmt.Errorf("the kubelet's /pods through the node proxy: %w", err)
+	}
+	var pods corev1.PodList
+	if err := json.Unmarshal(raw, &pods); err != nil {
+		return r, fmt.Errorf("the kubelet's /pods: %w", err)
+	}
+	if a.Pods != len(pods.Items) {
+		r.missing("pods: how many pods the kubelet lists (%d now) — jq '.items | length'", len(pods.Items))
+	}
+	if p := strings.TrimPrefix(normalize(a.ProxyNeeds), "nodes/"); p != "proxy" {
+		r.missing("proxyNeeds: what the apiserver asked of kubelet-reader before it would proxy (its 403 names it)")
+	}
+	if ok, err := readerMay(ctx, env, n.Name, "pods"); err != nil {
+		return r, err
+	} else if !ok {
+		r.missing("kubelet-reader with examples/rbac's role (nodes/pods): the README applies it first")
+	}
+	_, err = env.Client.RbacV1().ClusterRoleBindings().Get(ctx, proxyBinding, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		r.missing("the opt-in role removed again: kubectl delete -f examples/rbac/node-proxy/ — nodes/proxy also opens exec on every node")
+	case !apierrors.IsNotFound(err):
+		return r, err
+	}
+	if ok, err := readerMay(ctx, env, n.Name, "proxy"); err != nil {
+		return r, err
+	} else if ok {
+		r.missing("no nodes/proxy left for kubelet-reader: something else still grants it (kubectl get clusterrolebindings -o wide | grep kubelet-reader)")
+	}
+	return r, nil
+}
+
+// 11. examples/rbac/daemonset.yaml, as an agent is deployed: each pod reads its own node's
+// kubelet, verified against the cluster CA, with nodes/pods only — the log shows the answer.
+func checkDaemonSet(ctx context.Context, env Env) (Result, error) {
+	var r Result
+	n, err := node(ctx, env)
+	if err != nil {
+		return r, err
+	}
+	ds, err := env.Client.AppsV1().DaemonSets("kubelet-reader").Get(ctx, "kubelet-reader", metav1.GetOptions{})
+	if err != nil {
+		r.missing("the DaemonSet kubelet-reader/kubelet-reader: kubectl apply -f examples/rbac/ (with daemonset.yaml)")
+		return r, nil
+	}
+	spec := ds.Spec.Template.Spec
+	if spec.ServiceAccountName != "kubelet-reader" {
+		r.missing("serviceAccountName: kubelet-reader, so that the pod gets that ServiceAccount's projected token")
+	}
+	if len(spec.Containers) == 0 {
+		r.missing("a container")
+		return r, nil
+	}
+	c := spec.Containers[0]
+	if !slices.Contains(c.Args, "--via=kubelet") {
+		r.missing("--via=kubelet in the container's args: each pod asks its own node's kubelet, which needs nodes/pods only")
+	}
+	fromDownwardAPI := slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+		return e.Name == "NODE_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "spec.nodeName"
+	})
+	if !fromDownwardAPI {
+		r.missing("NODE_NAME from the downward API (fieldRef spec.nodeName)")
+	}
+	if ok, err := readerMay(ctx, env, n.Name, "proxy"); err != nil {
+		return r, err
+	} else if ok {
+		r.missing("no nodes/proxy for kubelet-reader: the agent reads its kubelet directly (kubectl delete -f examples/rbac/node-proxy/)")
+	}
+	pods, err := env.Client.CoreV1().Pods("kubelet-reader").List(ctx, metav1.ListOptions{LabelSelector: "app=kubelet-reader", FieldSelector: "spec.nodeName=" + n.Name})
+	if err != nil {
+		return r, err
+	}
+	var pod *corev1.Pod
+	for i := range pods.Items {
+		if pods.Items[i].DeletionTimestamp == nil && len(pods.Items[i].Status.ContainerStatuses) > 0 && pods.Items[i].Status.ContainerStatuses[0].Ready {
+			pod = &pods.Items[i]
+		}
+	}
+	if pod == nil {
+		r.missing("the DaemonSet's pod on %s running: kubectl -n kubelet-reader describe pods (ErrImageNeverPull: build the image with minikube image build first)", n.Name)
+		return r, nil
+	}
+	logs, err := env.Client.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{TailLines: ptr(int64(40))}).Stream(ctx)
+	if err != nil {
+		return r, fmt.Errorf("the pod's log: %w", err)
+	}
+	defer logs.Close()
+	data, err := io.ReadAll(logs)
+	if err != nil {
+		return r, err
+	}
+	// -o wide's VIA column says who answered: the kubelet itself.
+	row := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(n.Name) + `\s+kube-system\s+kube-apiserver-` + regexp.QuoteMeta(n.Name) + `\s.*\skubelet\s`)
+	if !row.Match(data) {
+		last := strings.TrimSpace(string(data))
+		if i := strings.LastIndex(last, "\nerror: "); i >= 0 {
+			last = last[i+1:]
+		}
+		if len(last) > 300 {
+			last = last[:300] + "…"
+		}
+		r.missing("the agent's log to show its node's pods, read from the kubelet (VIA kubelet): kubectl -n kubelet-reader logs ds/kubelet-reader. It says: %s\n      A certificate error? The kubelet's serving certificate must come from the cluster CA: exercise 9", last)
+	}
+	return r, nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// checkCoding runs a coding exercise's test against the attendee's code.
+func checkCoding(dir string) func(context.Context, Env) (Result, error) {
+	return func(ctx context.Context, env Env) (Result, error) {
+		var r Result
+		cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "./examples/workshop/"+dir+"/")
+		cmd.Dir = env.Root
+		cmd.Env = append(os.Environ(), "WORKSHOP_EXERCISE=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			// The assertions' own messages say what is wrong; testify prints them as "Messages:".
+			var said []string
+			for _, line := range strings.Split(string(out), "\n") {
+				if _, msg, ok := strings.Cut(line, "Messages:"); ok {
+					said = append(said, strings.TrimSpace(msg))
+				}
+			}
+			if len(said) == 0 {
+				lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+				said = lines[max(0, len(lines)-8):]
+			}
+			r.missing("the exercise's test to pass; it says:\n      %s\n    (the whole output: go test ./examples/workshop/%s/ with WORKSHOP_EXERCISE=1)", strings.Join(said, "\n      "), dir)
+		}
+		return r, nil
+	}
+}

@@ -1,0 +1,368 @@
+package checks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/06-static-pods/staticpods"
+)
+
+// Exercises 1–6: the node's static pods, and the kubelet as a service of the node.
+
+// configz reads the kubelet's /configz through the apiserver's node proxy.
+func configz(ctx context.Context, env Env, nodeName string, v any) error {
+	raw, err := env.raw(ctx, "/api/v1/nodes/"+nodeName+"/proxy/configz")
+	if err != nil {
+		return fmt.Errorf("the kubelet's /configz through the node proxy: %w", err)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("decode /configz: %w", err)
+	}
+	return nil
+}
+
+// 1. staticPodPath from the kubelet's /configz, and the mirror pods of the control plane.
+func checkFindStaticPods(ctx context.Context, env Env) (Result, error) {
+	var r Result
+	n, err := node(ctx, env)
+	if err != nil {
+		return r, err
+	}
+	var a struct {
+		StaticPodPath string   `json:"staticPodPath"`
+		MirrorPods    []string `json:"mirrorPods"`
+	}
+	if !answers(env, &r, "01-static-pods.yaml", &a) ||
+		unfilled(&r, env, "01-static-pods.yaml", map[string]bool{"staticPodPath": a.StaticPodPath != "", "mirrorPods": len(a.MirrorPods) > 0}) {
+		return r, nil
+	}
+	var cz struct {
+		KubeletConfig struct {
+			StaticPodPath string `json:"staticPodPath"`
+		} `json:"kubeletconfig"`
+	}
+	if err := configz(ctx, env, n.Name, &cz); err != nil {
+		return r, err
+	}
+	if normalize(a.StaticPodPath) != normalize(cz.KubeletConfig.StaticPodPath) {
+		r.missing("staticPodPath: you wrote %q; the kubelet's /configz says otherwise (kubectl get --raw /api/v1/nodes/%s/proxy/configz | jq .kubeletconfig.staticPodPath)", a.StaticPodPath, n.Name)
+	}
+	mirrors, err := mirrorPods(ctx, env, n.Name)
+	if err != nil {
+		return r, err
+	}
+	// namespace/name, or the bare name when it is unique among the node's pods.
+	got := map[string]bool{}
+	for _, m := range a.MirrorPods {
+		m = normalize(m)
+		if !strings.Contains(m, "/") {
+			for _, full := range sortedKeys(mirrors) {
+				if strings.HasSuffix(full, "/"+m) {
+					m = full
+				}
+			}
+		}
+		got[m] = true
+	}
+	for _, m := range sortedKeys(mirrors) {
+		if !got[m] {
+			r.missing("mirror pod %s in mirrorPods: it has the kubernetes.io/config.mirror annotation (the MIRROR column)", m)
+		}
+	}
+	for _, m := range sortedKeys(got) {
+		if _, ok := mirrors[m]; !ok {
+			r.missing("%s out of mirrorPods: it is not a mirror pod on %s — its MIRROR column says <none>: the apiserver made it, not a manifest", m, n.Name)
+		}
+	}
+	return r, nil
+}
+
+// The static pod of exercise 2, as the README copies it into the node.
+const (
+	workshopManifest     = "examples/workshop/02-add-static-pod/workshop-pod.yaml"
+	workshopManifestNode = "/etc/kubernetes/manifests/workshop-pod.yaml"
+)
+
+// 2. A static pod of one's own: its hash before the edit (only the unedited file has it), the
+// edited mirror, and the mirror pod the kubelet made again after its deletion.
+func checkAddStaticPod(ctx context.Context, env Env) (Result, error) {
+	var r Result
+	n, err := node(ctx, env)
+	if err != nil {
+		return r, err
+	}
+	mirrors, err := mirrorPods(ctx, env, n.Name)
+	if err != nil {
+		return r, err
+	}
+	name := "default/workshop-pod-" + n.Name
+	p, ok := mirrors[name]
+	switch {
+	case !ok:
+		r.missing("the mirror pod %s: copy workshop-pod.yaml to %s (minikube cp), and leave it there until this check passes", name, workshopManifestNode)
+		return r, nil
+	case p.Labels["version"] != "v2":
+		r.missing("the edit: the label version: v2 in the manifest on the node (the README's sed); the mirror pod has labels %v", p.Labels)
+	}
+	var a struct {
+		HashBefore      string `json:"hashBefore"`
+		HashAfter       string `json:"hashAfter"`
+		MirrorUIDBefore string `json:"mirrorUIDBefore"`
+		MirrorUIDAfter  string `json:"mirrorUIDAfter"`
+	}
+	if !answers(env, &r, "02-static-pod.yaml", &a) || unfilled(&r, env, "02-static-pod.yaml", map[string]bool{
+		"hashBefore": a.HashBefore != "", "hashAfter": a.HashAfter != "", "mirrorUIDBefore": a.MirrorUIDBefore != "", "mirrorUIDAfter": a.MirrorUIDAfter != ""}) {
+		return r, nil
+	}
+	// The kubelet's UID of a file's pod hashes the pod, the node's name and the file's path
+	// (chapter 06): the unedited manifest at the README's path has exactly one.
+	data, err := os.ReadFile(filepath.Join(env.Root, workshopManifest))
+	if err != nil {
+		return r, err
+	}
+	original, err := staticpods.Decode(data, workshopManifestNode, types.NodeName(n.Name))
+	if err != nil {
+		return r, fmt.Errorf("%s: %w", workshopManifest, err)
+	}
+	hash := p.Annotations["kubernetes.io/config.hash"]
+	switch {
+	case normalize(a.HashBefore) != string(original.UID):
+		r.missing("hashBefore: the kubernetes.io/config.hash of workshop-pod-%s before your edit — the manifest as the README has it, at %s, hashes to %s; you wrote %q", n.Name, workshopManifestNode, original.UID, a.HashBefore)
+	case normalize(a.HashAfter) != hash:
+		r.missing("hashAfter: the kubernetes.io/config.hash of the edited pod (kubectl get pod workshop-pod-%s -o jsonpath='{.metadata.annotations.kubernetes\\.io/config\\.hash}')", n.Name)
+	case a.HashBefore == a.HashAfter:
+		r.missing("two different hashes: an edit is a new pod to the kubelet (a REMOVE and an ADD), with a new UID")
+	}
+	switch {
+	case normalize(a.MirrorUIDAfter) != string(p.UID):
+		r.missing("mirrorUIDAfter: the metadata.uid of the mirror pod the kubelet made after you deleted one (now %s); did you delete it, and wait for it to come back?", p.UID)
+	case a.MirrorUIDBefore == a.MirrorUIDAfter:
+		r.missing("mirrorUIDBefore: the metadata.uid of the mirror pod before you deleted it — the apiserver gives every new object a new UID, the recreated mirror too")
+	}
+	return r, nil
+}
+
+// 3. A broken manifest is skipped, and the attendee found the kubelet's reason.
+func checkBrokenManifest(ctx context.Context, env Env) (Result, error) {
+	var r Result
+	n, err := node(ctx, env)
+	if err != nil {
+		return r, err
+	}
+	manifest := filepath.Join(env.Root, "examples/workshop/03-broken-manifest/workshop-broken.yaml")
+	_, reason := staticpods.ReadManifest(manifest, types.NodeName(n.Name))
+	if reason == nil {
+		return r, fmt.Errorf("%s is not broken", manifest)
+	}
+	mirrors, err := mirrorPods(ctx, env, n.Name)
+	if err != nil {
+		return r, err
+	}
+	if _, ok := mirrors["default/workshop-broken-"+n.Name]; ok {
+		r.missing("workshop-broken to be refused — it has a mirror pod, so the manifest on the node is not the broken one")
+	}
+	path := filepath.Join(env.Answers, "03-reason.txt")
+	answer, err := os.ReadFile(path)
+	// journald shows the kubelet's structured err="…" with its quotes escaped: either form is right.
+	said := strings.ReplaceAll(string(answer), `\"`, `"`)
+	switch {
+	case err != nil:
+		r.missing("the kubelet's reason in %s: find it in the kubelet's log (minikube ssh -- 'sudo journalctl -u kubelet -f | grep workshop-broken')", path)
+	case !strings.Contains(said, reason.Error()):
+		r.missing("the kubelet's own words in 03-reason.txt — the err=\"…\" of its \"Could not process manifest file\" line; chapter 06's toy says the same: go run ./chapters/06-static-pods load --manifests examples/workshop/03-broken-manifest")
+	}
+	return r, nil
+}
+
+// kubeletConfigError is what the kubelet says of the configuration file exercise 4 breaks: the
+// YAML decoder's reason, which only its log has (with the line number of this node's file).
+var kubeletConfigError = regexp.MustCompile(`yaml: line \d+: could not find expected ':'`)
+
+// 4. The kubelet that will not start: its own reason, the Lease that stopped being renewed, the
+// Node that went NotReady after it, and back.
+func checkKubeletWillNotStart(ctx context.Context, env Env) (Result, error) {
+	var r Result
+	n, err := node(ctx, env)
+	if err != nil {
+		return r, err
+	}
+	var a struct {
+		Error          string `json:"error"`
+		LeaseRenewTime string `json:"leaseRenewTime"`
+	}
+	if !answers(env, &r, "04-kubelet-will-not-start.yaml", &a) ||
+		unfilled(&r, env, "04-kubelet-will-not-start.yaml", map[string]bool{"error": a.Error != "", "leaseRenewTime": a.LeaseRenewTime != ""}) {
+		return r, nil
+	}
+	if !kubeletConfigError.MatchString(a.Error) {
+		r.missing("error: the kubelet's own words for why it exits, from its journal (sudo journalctl -u kubelet): its \"command failed\" line says which file and which line")
+	}
+	frozen, err := parseTime(a.LeaseRenewTime)
+	if err != nil {
+		r.missing("leaseRenewTime: the Lease's spec.renewTime as kubectl printed it (2026-11-30T19:28:46.343893Z): %v", err)
+		return r, nil
+	}
+	ready := condition(n, corev1.NodeReady)
+	if ready == nil || ready.Status != corev1.ConditionTrue {
+		r.missing("the kubelet running again: the Node is not Ready (fix /var/lib/kubelet/config.yaml; systemd starts the kubelet again by itself)")
+		return r, nil
+	}
+	lease, err := env.Client.CoordinationV1().Leases("kube-node-lease").Get(ctx, n.Name, metav1.GetOptions{})
+	if err != nil {
+		return r, fmt.Errorf("the node's Lease: %w", err)
+	}
+	if lease.Spec.RenewTime == nil || env.now().Sub(lease.Spec.RenewTime.Time) > time.Minute {
+		r.missing("the Lease kube-node-lease/%s renewed again: the kubelet renews it every 10 s while it runs", n.Name)
+	}
+	if !ready.LastTransitionTime.After(frozen) {
+		r.missing("the Node to have gone NotReady after the Lease stopped (at %s) and to have come back: keep the kubelet down until kubectl get node %s -w says NotReady (about 50 s)", a.LeaseRenewTime, n.Name)
+		return r, nil
+	}
+	events, err := env.Client.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=Node,involvedObject.name=" + n.Name + ",reason=NodeNotReady"})
+	if err != nil {
+		return r, fmt.Errorf("the node's events: %w", err)
+	}
+	if !slices.ContainsFunc(events.Items, func(e corev1.Event) bool { return eventTime(e).After(frozen) }) {
+		r.missing("the node controller's NodeNotReady event after the Lease stopped at %s: is leaseRenewTime the time you read while the kubelet was down?", a.LeaseRenewTime)
+	}
+	return r, nil
+}
+
+// 5. A kubelet setting changed in its configuration file, in effect after a restart: /configz
+// says so, and the journal shows a line only that verbosity prints.
+func checkKubeletSetting(ctx context.Context, env Env) (Result, error) {
+	var r Result
+	n, err := node(ctx, env)
+	if err != nil {
+		return r, err
+	}
+	var a struct {
+		Verbosity int    `json:"verbosity"`
+		LogLine   string `json:"logLine"`
+	}
+	if !answers(env, &r, "05-kubelet-setting.yaml", &a) ||
+		unfilled(&r, env, "05-kubelet-setting.yaml", map[string]bool{"verbosity": a.Verbosity != 0, "logLine": a.LogLine != ""}) {
+		return r, nil
+	}
+	var cz struct {
+		KubeletConfig struct {
+			Logging struct {
+				Verbosity int `json:"verbosity"`
+			} `json:"logging"`
+		} `json:"kubeletconfig"`
+	}
+	if err := configz(ctx, env, n.Name, &cz); err != nil {
+		return r, err
+	}
+	running := cz.KubeletConfig.Logging.Verbosity
+	switch {
+	case running < 2:
+		r.missing("the kubelet running with a higher verbosity: its /configz says logging.verbosity %d — the kubelet reads its configuration file only when it starts (edit it, then sudo systemctl restart kubelet; restore it after this check)", running)
+	case a.Verbosity != running:
+		r.missing("verbosity: the value /configz shows (%d), not the file's", running)
+	}
+	if !verboseLine.MatchString(a.LogLine) {
+		r.missing("logLine: a line of the kubelet's journal that only verbosity 2 or more prints (a klog line such as \"SyncPod enter\", at -v=4)")
+	}
+	return r, nil
+}
+
+// verboseLine is a kubelet log line that verbosity 0 does not print: an info line with a
+// message the kubelet logs at V(2) or more — "SyncPod enter" and "exit" at 4
+// (pkg/kubelet/kubelet.go#L2053-L2329 (func (kl *Kubelet) SyncPod)), the SyncLoop lines at 2 to 4
+// (pkg/kubelet/kubelet.go#L2746-L2866 (func (kl *Kubelet) syncLoopIteration)), component-base's
+// FLAG: lines at 1 and 2.
+var verboseLine = regexp.MustCompile(`I\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ \S+:\d+\] .*("SyncPod (enter|exit)"|"SyncLoop (\(SYNC\)|ADD|UPDATE|\(PLEG\))|"SyncTerminat|FLAG: --)`)
+
+// 6. An apiserver whose manifest was broken, diagnosed with crictl and the kubelet's journal
+// while kubectl could not answer, and repaired.
+func checkCrictlAndAPIServer(ctx context.Context, env Env) (Result, error) {
+	var r Result
+	n, err := node(ctx, env)
+	if err != nil {
+		return r, err
+	}
+	var a struct {
+		Error           string `json:"error"`
+		ExitedContainer string `json:"exitedContainer"`
+	}
+	if !answers(env, &r, "06-crictl-and-apiserver.yaml", &a) ||
+		unfilled(&r, env, "06-crictl-and-apiserver.yaml", map[string]bool{"error": a.Error != "", "exitedContainer": a.ExitedContainer != ""}) {
+		return r, nil
+	}
+	if !strings.Contains(a.Error, "unknown flag: --authorisation-mode") {
+		r.missing("error: what the exited kube-apiserver container printed (sudo crictl logs <its ID>): one line, the flag it did not know")
+	}
+	id := strings.ToLower(normalize(a.ExitedContainer))
+	if !regexp.MustCompile(`^[0-9a-f]{12,64}$`).MatchString(id) {
+		r.missing("exitedContainer: the CONTAINER column of an Exited kube-apiserver in sudo crictl ps -a --name kube-apiserver (12 or more hex digits)")
+	}
+	mirrors, err := mirrorPods(ctx, env, n.Name)
+	if err != nil {
+		return r, err
+	}
+	apiserver, etcd := mirrors["kube-system/kube-apiserver-"+n.Name], mirrors["kube-system/etcd-"+n.Name]
+	running, started := runningSince(apiserver, "kube-apiserver")
+	switch {
+	case !running:
+		r.missing("kube-apiserver running again: undo the change to /etc/kubernetes/manifests/kube-apiserver.yaml")
+	case strings.HasPrefix(strings.TrimPrefix(apiserver.Status.ContainerStatuses[0].ContainerID, "containerd://"), id):
+		r.missing("exitedContainer: %s is the kube-apiserver that runs now; the one that exited has another ID (crictl ps -a lists both)", a.ExitedContainer)
+	default:
+		if _, etcdStarted := runningSince(etcd, "etcd"); !started.After(etcdStarted.Add(30 * time.Second)) {
+			r.missing("kube-apiserver to have been broken and repaired: it runs since %s, as long as etcd — break its manifest as the README says", started.Format(time.RFC3339))
+		}
+	}
+	return r, nil
+}
+
+// runningSince says whether a pod's container runs and is ready, and since when.
+func runningSince(p corev1.Pod, container string) (bool, time.Time) {
+	for _, c := range p.Status.ContainerStatuses {
+		if c.Name == container && c.State.Running != nil {
+			return c.Ready, c.State.Running.StartedAt.Time
+		}
+	}
+	return false, time.Time{}
+}
+
+func condition(n *corev1.Node, t corev1.NodeConditionType) *corev1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == t {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// eventTime is when an event last happened, whichever of its fields says it.
+func eventTime(e corev1.Event) time.Time {
+	for _, t := range []time.Time{e.LastTimestamp.Time, e.EventTime.Time, e.FirstTimestamp.Time, e.CreationTimestamp.Time} {
+		if !t.IsZero() {
+			return t
+		}
+	}
+	return time.Time{}
+}
+
+// parseTime reads a time as kubectl prints one.
+func parseTime(s string) (time.Time, error) {
+	s = normalize(s)
+	for _, layout := range []string{time.RFC3339Nano, time.RFC3339, "2006-01-02 15:04:05.999999999 -0700 MST"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q is not a time", s)
+}

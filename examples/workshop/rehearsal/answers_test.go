@@ -1,0 +1,199 @@
+package rehearsal
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// run is a command as the rehearsal ran it, and what it printed.
+type run struct {
+	cmd    Command
+	out    string
+	failed bool
+}
+
+// runs are an exercise's commands so far, for the answers: each answer is read from what a
+// command printed, as an attendee reads it off the screen — never a constant.
+type runs []run
+
+// of returns the output lines of the nth (0-based; -1: the last) command whose text holds what.
+func (rs runs) of(what string, nth int) ([]string, error) {
+	var found []run
+	for _, r := range rs {
+		if strings.Contains(r.cmd.Text, what) {
+			found = append(found, r)
+		}
+	}
+	if nth < 0 {
+		nth += len(found)
+	}
+	if nth < 0 || nth >= len(found) {
+		return nil, fmt.Errorf("no command %d holding %q ran (%d did)", nth, what, len(found))
+	}
+	return Lines(found[nth].out), nil
+}
+
+// line returns the first output line of a command that matches re, and re's first group.
+func (rs runs) line(what string, nth int, re string) (string, error) {
+	lines, err := rs.of(what, nth)
+	if err != nil {
+		return "", err
+	}
+	exp := regexp.MustCompile(re)
+	for _, l := range lines {
+		if m := exp.FindStringSubmatch(l); m != nil {
+			if len(m) > 1 {
+				return m[1], nil
+			}
+			return m[0], nil
+		}
+	}
+	return "", fmt.Errorf("the output of the command holding %q has no line like %s:\n%s", what, re, strings.Join(lines, "\n"))
+}
+
+// after returns the output line after the one that matches re (openssl prints the names of
+// subjectAltName on the next line).
+func (rs runs) after(what string, nth int, re string) (string, error) {
+	lines, err := rs.of(what, nth)
+	if err != nil {
+		return "", err
+	}
+	exp := regexp.MustCompile(re)
+	for i, l := range lines {
+		if exp.MatchString(l) && i+1 < len(lines) {
+			return strings.TrimSpace(lines[i+1]), nil
+		}
+	}
+	return "", fmt.Errorf("no line like %s, followed by another, in:\n%s", re, strings.Join(lines, "\n"))
+}
+
+// errText is the err="…" of a kubelet log line, as journald shows it (quotes escaped).
+const errText = `err="((?:[^"\\]|\\.)*)"`
+
+// answersFor writes the answers a correct attendee would write after exercise n's commands,
+// from what those commands printed: file name → content.
+func answersFor(n int, rs runs) (map[string]string, error) {
+	var a map[string]any
+	var err error
+	must := func(s string, e error) string {
+		if err == nil && e != nil {
+			err = e
+		}
+		return s
+	}
+	switch n {
+	case 1:
+		path, e := rs.line("configz", 0, `^(/\S*)$`)
+		must(path, e)
+		lines, e := rs.of("custom-columns", 0)
+		must("", e)
+		var mirrors []string
+		for _, l := range lines {
+			if f := strings.Fields(l); len(f) == 3 && f[0] != "NAMESPACE" && f[2] != "<none>" {
+				mirrors = append(mirrors, f[0]+"/"+f[1])
+			}
+		}
+		a = map[string]any{"staticPodPath": path, "mirrorPods": mirrors}
+	case 2:
+		// Three times "HASH UID": before the edit, after it, after the mirror's deletion.
+		var hash, uid [3]string
+		for i := range 3 {
+			l := must(rs.line("config\\.hash", i, `^[0-9a-f]{32} [0-9a-f-]{36}$`))
+			if f := strings.Fields(l); len(f) == 2 {
+				hash[i], uid[i] = f[0], f[1]
+			}
+		}
+		a = map[string]any{"hashBefore": hash[0], "hashAfter": hash[1], "mirrorUIDBefore": uid[1], "mirrorUIDAfter": uid[2]}
+	case 3:
+		reason := must(rs.line("journalctl", 0, `"Could not process manifest file" `+errText))
+		return map[string]string{"03-reason.txt": reason + "\n"}, err
+	case 4:
+		a = map[string]any{
+			"error": must(rs.line("journalctl -u kubelet -f", 0, errText)),
+			// The second reading, once the Node was NotReady: the Lease had not moved.
+			"leaseRenewTime": must(rs.line("get lease minikube", 1, `^(\d{4}-\d\d-\d\dT\S+)$`)),
+		}
+	case 5:
+		v, e := strconv.Atoi(must(rs.line("kubeletconfig.logging.verbosity", -1, `^(\d+)$`)))
+		must("", e)
+		a = map[string]any{"verbosity": v, "logLine": must(rs.line("SyncPod enter", 0, `^.*"SyncPod enter".*$`))}
+	case 6:
+		a = map[string]any{
+			"error":           must(rs.line("crictl logs $(sudo crictl ps -a", 0, `^Error: .*$`)),
+			"exitedContainer": must(rs.line("crictl ps -a --name kube-apiserver", 0, `^([0-9a-f]{12,})\s+\S+\s+.*\sExited\s`)),
+		}
+	case 7:
+		var addresses []struct{ Address, Type string }
+		var endpoints struct {
+			KubeletEndpoint struct{ Port int }
+		}
+		lines, e := rs.of("daemonEndpoints", 0)
+		must("", e)
+		for _, l := range lines {
+			if strings.HasPrefix(l, "[") {
+				must("", json.Unmarshal([]byte(l), &addresses))
+			} else if strings.HasPrefix(l, "{") {
+				must("", json.Unmarshal([]byte(l), &endpoints))
+			}
+		}
+		address := ""
+		for _, ad := range addresses { // the client's first preferred type: InternalIP
+			if ad.Type == "InternalIP" && address == "" {
+				address = ad.Address
+			}
+		}
+		// The way past the certificate the commands showed working: the certificate as its
+		// own CA, checked by its name.
+		fix := "insecure-skip-tls-verify"
+		if l, _ := rs.line("https://minikube:10250/healthz", 0, `^Unauthorized$`); l != "" {
+			fix = "kubelet-ca-file + kubelet-tls-server-name=Hostname"
+		}
+		a = map[string]any{
+			"address": address, "port": endpoints.KubeletEndpoint.Port,
+			"issuer": must(rs.line("openssl x509", 0, `^issuer=.*$`)),
+			"sans":   must(rs.after("openssl x509", 0, `X509v3 Subject Alternative Name`)),
+			"fix":    fix,
+		}
+	case 8:
+		forbidden := must(rs.line("Authorization: Bearer", 0, `^Forbidden \(.*\)$`))
+		sub := regexp.MustCompile(`subresource\(s\)=\[(\w+)`).FindStringSubmatch(forbidden)
+		narrowest := ""
+		if sub != nil { // the kubelet asks for the narrowest first
+			narrowest = "nodes/" + sub[1]
+		}
+		before, e := strconv.Atoi(must(rs.line("Authorization: Bearer", 0, `^(\d{3})$`)))
+		must("", e)
+		after, e := strconv.Atoi(must(rs.line("Authorization: Bearer", 1, `^(\d{3})$`)))
+		must("", e)
+		a = map[string]any{"beforeRBAC": before, "afterRBAC": after, "forbidden": forbidden, "narrowest": narrowest}
+	case 9:
+		a = map[string]any{
+			"csr":    must(rs.line("certificate approve", 0, `^certificatesigningrequest\.certificates\.k8s\.io/(\S+) approved$`)),
+			"issuer": must(rs.line("kubelet-server-current.pem", 0, `^issuer=.*$`)),
+			"sans":   must(rs.after("kubelet-server-current.pem", 0, `X509v3 Subject Alternative Name`)),
+		}
+	case 10:
+		// The path is the one the first command asked for; the count, what jq said; what the
+		// proxy needs, what the refusal named.
+		path := regexp.MustCompile(`/api/v1/nodes/[^/ ]+/proxy/pods`).FindString(rs[0].cmd.Text)
+		pods, e := strconv.Atoi(must(rs.line("proxy/pods", 0, `^(\d+)$`)))
+		must("", e)
+		a = map[string]any{"path": path, "pods": pods,
+			"proxyNeeds": must(rs.line("--as=system:serviceaccount", 0, `cannot get resource "([^"]+)"`))}
+	default:
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	data, err := yaml.Marshal(a)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{answerFile(n): string(data)}, nil
+}

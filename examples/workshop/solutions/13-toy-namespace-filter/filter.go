@@ -1,0 +1,51 @@
+// Package toyfilter is workshop exercise 13: /pods?namespace=NS on a toy kubelet's read-only
+// server. This is the reference solution, which CI tests in place of the exercise file.
+package toyfilter
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// FilterPods returns the pods the query asks for: all of them without a namespace parameter,
+// else those of that namespace. A namespace that is not a valid namespace name is an error.
+func FilterPods(pods []*v1.Pod, query url.Values) ([]*v1.Pod, error) {
+	ns := query.Get("namespace")
+	if ns == "" {
+		return pods, nil
+	}
+	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+		return nil, fmt.Errorf("namespace %q: %s", ns, strings.Join(errs, "; "))
+	}
+	var out []*v1.Pod
+	for _, p := range pods {
+		if p.Namespace == ns {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// Handler serves GET /pods from list, filtered by FilterPods: 400 for a bad query.
+func Handler(list func() []*v1.Pod) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pods, err := FilterPods(list(), r.URL.Query())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		out := v1.PodList{}
+		out.Kind, out.APIVersion = "PodList", "v1"
+		for _, p := range pods {
+			out.Items = append(out.Items, *p)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(out)
+	})
+}
