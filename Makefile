@@ -17,9 +17,11 @@ CHAPTERS    := $(notdir $(wildcard chapters/[0-9][0-9]-*))
 # start the real kubelet (realkubelet, minicluster, and what imports them) are left out: the
 # kubelet's own data races are not ours to fix.
 REAL        := chapters/04-runkubelet/realkubelet chapters/07-minicluster/minicluster
-# The node's tests boot a whole node (a minute): once, in test-unit, is enough.
+# The node's tests boot a whole node (a minute), and the workshop's rehearsal runs the whole
+# workshop on one (minutes): once, in test-unit, is enough.
 NODE_PKG    := chapters/09-node/node
-RACE_PKGS    = $(shell $(GO) list -f '{{.ImportPath}} {{join .Deps " "}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | grep -v -e '$(word 1,$(REAL))' -e '$(word 2,$(REAL))' -e '$(NODE_PKG)' | cut -d' ' -f1)
+REHEARSAL_PKG := examples/workshop/rehearsal
+RACE_PKGS    = $(shell $(GO) list -f '{{.ImportPath}} {{join .Deps " "}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | grep -v -e '$(word 1,$(REAL))' -e '$(word 2,$(REAL))' -e '$(NODE_PKG)' -e '$(REHEARSAL_PKG)' | cut -d' ' -f1)
 TEST_FLAGS  ?=
 K8S         ?=
 BENCH       ?= .
@@ -84,13 +86,13 @@ test-race: ## go test -race on our concurrent code (not the packages that start 
 	$(GO) test -count=1 -race -shuffle=on -timeout $(TIMEOUT) -skip '^TestChapterREADMEs$$' $(TEST_FLAGS) $(RACE_PKGS)
 
 .PHONY: test-node-components
-test-node-components: ## Build chapter 09's node when this machine can run it (root); say why not otherwise.
+test-node-components: ## Build chapter 09's node and its minikube command when this machine can run them (root); say why not otherwise.
 	@if [ "$$(id -u)" = 0 ]; then \
-	  $(MAKE) --no-print-directory node-components; \
+	  $(MAKE) --no-print-directory node-components minikube; \
 	elif [ "$${CI:-}" = true ]; then \
-	  echo "CI=true: chapter 09's node tier needs root (namespaces, cgroups, debootstrap)"; exit 1; \
+	  echo "CI=true: chapter 09's node tier and the workshop's rehearsal need root (namespaces, cgroups, debootstrap)"; exit 1; \
 	else \
-	  echo "Skipped: chapter 09's node (its tests skip too): it needs root — sudo -E make test runs it."; \
+	  echo "Skipped: chapter 09's node (its tests and the workshop's rehearsal skip too): it needs root — sudo -E make test runs it."; \
 	fi
 
 .PHONY: test-readmes
