@@ -83,21 +83,35 @@ func TestStopsOnSignal(t *testing.T) {
 	}
 }
 
-// children lists the children of pid (Linux's /proc/PID/task/PID/children).
-func children(pid int) ([]int, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+// inNamespace lists the processes, other than pid, in pid's PID namespace, with their parent
+// and state ("S", "Z"…) from /proc/PID/stat.
+func inNamespace(pid int) (map[int][2]string, error) {
+	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
 	if err != nil {
 		return nil, err
 	}
-	var pids []int
-	for _, field := range strings.Fields(string(data)) {
-		n, err := strconv.Atoi(field)
-		if err != nil {
-			return nil, err
+	links, _ := filepath.Glob("/proc/[0-9]*/ns/pid")
+	procs := map[int][2]string{}
+	for _, l := range links {
+		other, err := strconv.Atoi(strings.Split(l, "/")[2])
+		if err != nil || other == pid {
+			continue
 		}
-		pids = append(pids, n)
+		if link, err := os.Readlink(l); err != nil || link != ns {
+			continue
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", other))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		// pid (comm) state ppid …
+		_, rest, _ := strings.Cut(string(stat), ") ")
+		f := strings.Fields(rest)
+		if len(f) >= 2 {
+			procs[other] = [2]string{f[1], f[0]}
+		}
 	}
-	return pids, nil
+	return procs, nil
 }
 
 // TestReapsOrphans runs pause as PID 1 of a new PID namespace, as in a pod that shares one,
@@ -116,17 +130,25 @@ func TestReapsOrphans(t *testing.T) {
 	pid := cmd.Process.Pid
 
 	// nsenter forks sh into the namespace; sh starts sleep and exits, and the kernel hands the
-	// orphaned sleep to the namespace's init: pause.
-	out, err := exec.Command(nsenter, "--pid=/proc/"+strconv.Itoa(pid)+"/ns/pid", "--", "sh", "-c", "sleep 1 & exit 0").CombinedOutput()
+	// orphaned sleep to the namespace's init: pause. (The sleep must not hold the output pipe,
+	// or collecting sh's output would wait for the sleep to end.)
+	out, err := exec.Command(nsenter, "--pid=/proc/"+strconv.Itoa(pid)+"/ns/pid", "--", "sh", "-c", "sleep 2 >/dev/null 2>&1 & exit 0").CombinedOutput()
 	require.NoError(t, err, "%s", out)
+	var orphan int
 	require.Eventually(t, func() bool {
-		kids, err := children(pid)
-		return err == nil && len(kids) == 1
-	}, 5*time.Second, 20*time.Millisecond, "the orphaned sleep became pause's child")
+		procs, err := inNamespace(pid)
+		for p, st := range procs {
+			if st[0] == strconv.Itoa(pid) {
+				orphan = p
+			}
+		}
+		return err == nil && orphan != 0
+	}, 5*time.Second, 10*time.Millisecond, "the orphaned sleep became pause's child")
 
+	// Once it exits, pause must collect it: a zombie would keep its /proc entry, in state Z.
 	require.Eventually(t, func() bool {
-		kids, err := children(pid)
-		return err == nil && len(kids) == 0
+		_, err := os.Stat(fmt.Sprintf("/proc/%d", orphan))
+		return errors.Is(err, os.ErrNotExist)
 	}, 10*time.Second, 50*time.Millisecond, "pause reaped the sleep once it exited (no zombie left)")
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
