@@ -219,16 +219,29 @@ func TestCrictlAndAPIServer(t *testing.T) {
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(started)}}}}
 		return p
 	}
+	// The kubelet's /pods, through the node proxy: its own, fresh statuses.
+	kubeletPods := func(pods ...*corev1.Pod) string {
+		list := corev1.PodList{}
+		for _, p := range pods {
+			list.Items = append(list.Items, *p)
+		}
+		data, err := json.Marshal(list)
+		require.NoError(t, err)
+		return string(data)
+	}
 	answers := "error: 'Error: unknown flag: --authorisation-mode'\nexitedContainer: e702b6b6f99d9\n"
-	c := newCluster(t, running("etcd", "e1", now.Add(-time.Hour)), running("kube-apiserver", "a1b2c3d4e5f6a7b8", now.Add(-time.Minute)))
+	c := newCluster(t)
+	c.raw["/api/v1/nodes/minikube/proxy/pods"] = kubeletPods(running("etcd", "e1", now.Add(-time.Hour)), running("kube-apiserver", "a1b2c3d4e5f6a7b8", now.Add(-time.Minute)))
 	c.answer("06-crictl-and-apiserver.yaml", answers)
 	passes(t, c.check(checkCrictlAndAPIServer), "broken, read, repaired")
 	c.answer("06-crictl-and-apiserver.yaml", "error: 'Error: unknown flag: --authorisation-mode'\nexitedContainer: a1b2c3d4e5f6\n")
 	fails(t, c.check(checkCrictlAndAPIServer), "the kube-apiserver that runs now", "the running container's ID")
 
-	c = newCluster(t, running("etcd", "e1", now.Add(-time.Hour)), running("kube-apiserver", "a1", now.Add(-time.Hour)))
+	c.raw["/api/v1/nodes/minikube/proxy/pods"] = kubeletPods(running("etcd", "e1", now.Add(-time.Hour)), running("kube-apiserver", "a1", now.Add(-time.Hour)))
 	c.answer("06-crictl-and-apiserver.yaml", answers)
 	fails(t, c.check(checkCrictlAndAPIServer), "to have been broken and repaired", "an apiserver as old as etcd")
+	c.answer("06-crictl-and-apiserver.yaml", "error: 'Error: unknown flag: --authorization-mode'\nexitedContainer: e702b6b6f99d9\n")
+	fails(t, c.check(checkCrictlAndAPIServer), "error: what the exited kube-apiserver container printed", "the README's fix, not the error")
 }
 
 // selfSigned makes a certificate as the kubelet makes its own: issuer <host>-ca@<unix time>.

@@ -308,11 +308,25 @@ func checkCrictlAndAPIServer(ctx context.Context, env Env) (Result, error) {
 	if !regexp.MustCompile(`^[0-9a-f]{12,64}$`).MatchString(id) {
 		r.missing("exitedContainer: the CONTAINER column of an Exited kube-apiserver in sudo crictl ps -a --name kube-apiserver (12 or more hex digits)")
 	}
-	mirrors, err := mirrorPods(ctx, env, n.Name)
+	// The kubelet's own view of its pods (its /pods, through the node proxy): right after the
+	// repair, the apiserver still holds the statuses the kubelet last sent before the break.
+	raw, err := env.raw(ctx, "/api/v1/nodes/"+n.Name+"/proxy/pods")
 	if err != nil {
-		return r, err
+		return r, fmt.Errorf("the kubelet's /pods through the node proxy: %w", err)
 	}
-	apiserver, etcd := mirrors["kube-system/kube-apiserver-"+n.Name], mirrors["kube-system/etcd-"+n.Name]
+	var pods corev1.PodList
+	if err := json.Unmarshal(raw, &pods); err != nil {
+		return r, fmt.Errorf("the kubelet's /pods: %w", err)
+	}
+	var apiserver, etcd corev1.Pod
+	for _, p := range pods.Items {
+		switch p.Namespace + "/" + p.Name {
+		case "kube-system/kube-apiserver-" + n.Name:
+			apiserver = p
+		case "kube-system/etcd-" + n.Name:
+			etcd = p
+		}
+	}
 	running, started := runningSince(apiserver, "kube-apiserver")
 	switch {
 	case !running:
@@ -327,11 +341,11 @@ func checkCrictlAndAPIServer(ctx context.Context, env Env) (Result, error) {
 	return r, nil
 }
 
-// runningSince says whether a pod's container runs and is ready, and since when.
+// runningSince says whether a pod's container runs, and since when.
 func runningSince(p corev1.Pod, container string) (bool, time.Time) {
 	for _, c := range p.Status.ContainerStatuses {
 		if c.Name == container && c.State.Running != nil {
-			return c.Ready, c.State.Running.StartedAt.Time
+			return true, c.State.Running.StartedAt.Time
 		}
 	}
 	return false, time.Time{}

@@ -114,7 +114,7 @@ func answersFor(n int, rs runs) (map[string]string, error) {
 		return map[string]string{"03-reason.txt": reason + "\n"}, err
 	case 4:
 		a = map[string]any{
-			"error": must(rs.line("journalctl -u kubelet -f", 0, errText)),
+			"error": must(rs.line("journalctl -u kubelet -f", 0, `"command failed" `+errText)),
 			// The second reading, once the Node was NotReady: the Lease had not moved.
 			"leaseRenewTime": must(rs.line("get lease minikube", 1, `^(\d{4}-\d\d-\d\dT\S+)$`)),
 		}

@@ -122,7 +122,7 @@ func newRehearsal(t *testing.T, absRoot string) *rehearsal {
 const (
 	buildTimeout   = 25 * time.Minute
 	commandTimeout = 6 * time.Minute
-	watchTimeout   = 4 * time.Minute
+	watchTimeout   = 5 * time.Minute
 )
 
 // syncBuffer collects a command's output while it runs.
