@@ -58,7 +58,7 @@ check: ## Check a workshop exercise against your current cluster: make check EX=
 ##@ Test
 
 .PHONY: test
-test: verify verify-notes test-node-components test-unit test-race test-readmes ## Everything CI checks (.ci/run calls this).
+test: verify verify-notes test-node-components test-unit test-race test-rehearsal test-readmes ## Everything CI checks (.ci/run calls this).
 
 # A cold build of a kubelet chapter takes minutes on 2 cores, and some tests build chapters.
 TIMEOUT     ?= 45m
@@ -78,8 +78,12 @@ vet: ## go vet every package.
 	$(GO) vet ./...
 
 .PHONY: test-unit
-test-unit: ## go test every package in random order (the README runs are test-readmes).
-	$(GO) test -count=1 -shuffle=on -timeout $(TIMEOUT) -skip '^TestChapterREADMEs$$' $(TEST_FLAGS) ./...
+test-unit: ## go test every package in random order (the README runs and the workshop's rehearsal have their targets).
+	$(GO) test -count=1 -shuffle=on -timeout $(TIMEOUT) -skip '^(TestChapterREADMEs|TestRehearseWorkshop)$$' $(TEST_FLAGS) ./...
+
+.PHONY: test-rehearsal
+test-rehearsal: ## The workshop, every command as its READMEs print it, on chapter 09's node (alone: its timings are checked).
+	$(GO) test -count=1 -timeout $(TIMEOUT) -run '^TestRehearseWorkshop$$' $(TEST_FLAGS) ./examples/workshop/rehearsal/
 
 .PHONY: test-race
 test-race: ## go test -race on our concurrent code (not the packages that start the real kubelet).
