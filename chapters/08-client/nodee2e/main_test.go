@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -263,4 +264,29 @@ func (f *fixture) inNode(t *testing.T, args ...string) string {
 	out, err := f.node.Output(context.Background(), args...)
 	require.NoError(t, err)
 	return string(out)
+}
+
+// pods is what the kubelet itself reports (its /pods, through the apiserver's proxy): each pod as
+// namespace/name, and whether all its containers are ready. It reports, instead of failing the
+// test, when the client cannot ask: a restarting kubelet is asked again.
+func (f *fixture) pods(t *testing.T) (map[string]bool, error) {
+	t.Helper()
+	r := f.client(t, "--node", nodeName, "--via=apiserver", "-o", "wide")
+	if r.code != 0 {
+		return nil, fmt.Errorf("08-client: %s", r)
+	}
+	rows := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if header := strings.Fields(rows[0]); len(header) < 4 || !slices.Equal(header[:4], []string{"NODE", "NAMESPACE", "NAME", "READY"}) {
+		return nil, fmt.Errorf("not the table's header: %q", rows[0])
+	}
+	pods := map[string]bool{}
+	for _, line := range rows[1:] {
+		fields := strings.Fields(line)
+		if len(fields) < 4 {
+			return nil, fmt.Errorf("not a row of the table: %q", line)
+		}
+		ready, total, ok := strings.Cut(fields[3], "/")
+		pods[fields[1]+"/"+fields[2]] = ok && ready == total
+	}
+	return pods, nil
 }

@@ -4,8 +4,10 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"maps"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -392,11 +394,14 @@ func daemonSetPod(rows map[string]string) string {
 
 // The other way out of the self-signed certificate: the kubelet asks the cluster's CA for its
 // serving certificate (serverTLSBootstrap: true), an admin approves the CSR, and the client's
-// defaults — the cluster CA, the InternalIP — work with no TLS flag at all. Last of its kind on
-// the node: it restarts the kubelet, and puts it back as kubeadm left it.
+// defaults — the cluster CA, the InternalIP — work with no TLS flag at all. It restarts the
+// kubelet, and puts it back as kubeadm left it, running the pods it ran and those that were ready
+// ready again, before any other test (they run in any order) asks it anything.
 func TestServingCertificateFromTheClusterCA(t *testing.T) {
 	f := nodeFixture(t)
 	f.applyRBAC(t)
+	before, err := f.pods(t)
+	require.NoError(t, err)
 	const config = "/var/lib/kubelet/config.yaml"
 	f.inNode(t, "cp", config, config+".kubeadm")
 	t.Cleanup(func() {
@@ -405,6 +410,16 @@ func TestServingCertificateFromTheClusterCA(t *testing.T) {
 			r := f.clientBeside(t, "doctor", "--node", nodeName, "-o", "json")
 			return r.code != 0 && strings.Contains(r.stdout, `issuer \"minikube-ca@`)
 		}, time.Minute, time.Second, "the kubelet serves its self-signed certificate again")
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			now, err := f.pods(t)
+			if !assert.NoError(c, err) {
+				return
+			}
+			assert.Subset(c, slices.Collect(maps.Keys(now)), slices.Collect(maps.Keys(before)), "the pods it ran")
+			for pod, ready := range before {
+				assert.True(c, !ready || now[pod], "%s ready again", pod)
+			}
+		}, 2*time.Minute, time.Second, "the restarted kubelet runs the pods it ran, those that were ready ready again")
 	})
 	// What `minikube start --extra-config=kubelet.rotate-server-certificates=true` asks of the
 	// kubelet: that flag sets this field, cmd/kubelet/app/options/options.go#L409 ("rotate-server-certificates").
