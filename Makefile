@@ -71,7 +71,7 @@ verify: verify-deps ## Static gates: gofmt, go mod tidy, go vet, pinned staging 
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) mod tidy -diff
 	$(GO) vet ./...
-	$(GO) test -count=1 -run '^(TestImportRules|TestImportProblems)$$' ./chapters/
+	$(GO) test -count=1 -timeout $(TIMEOUT) -run '^(TestImportRules|TestImportProblems)$$' ./chapters/
 
 .PHONY: vet
 vet: ## go vet every package.
@@ -114,24 +114,24 @@ test-readmes: ## Run every chapter README's commands and compare their output, a
 	fi
 
 test-%: ## Test one chapter and its packages, e.g. `make test-04-runkubelet`.
-	$(GO) test -count=1 $(TEST_FLAGS) ./chapters/$*/...
+	$(GO) test -count=1 -shuffle=on -timeout $(TIMEOUT) $(TEST_FLAGS) ./chapters/$*/...
 
 .PHONY: verify-deps
 verify-deps: ## Check that go.mod pins every kubernetes staging module at the matching version.
-	$(GO) test -count=1 -run '^TestStagingReplaces$$' ./chapters/
+	$(GO) test -count=1 -timeout $(TIMEOUT) -run '^TestStagingReplaces$$' ./chapters/
 
 .PHONY: verify-notes
 verify-notes: ## Check every source citation against the pinned module; K8S=v1.38.0 lists what an upgrade breaks.
-	K8S_VERSION=$(K8S) $(GO) test -count=1 -v -run '^TestCitations$$' ./notes/
-	$(GO) test -count=1 -run '^(TestCheckerFindsBrokenCitations|TestBrokenCopyFails)$$' ./notes/
+	K8S_VERSION=$(K8S) $(GO) test -count=1 -timeout $(TIMEOUT) -v -run '^TestCitations$$' ./notes/
+	$(GO) test -count=1 -timeout $(TIMEOUT) -run '^(TestCheckerFindsBrokenCitations|TestBrokenCopyFails)$$' ./notes/
 
 .PHONY: update-golden
 update-golden: ## Rewrite the sample outputs in the chapter READMEs from real runs.
-	$(GO) test -count=1 -run '^TestChapterREADMEs$$' ./chapters/ -update
+	$(GO) test -count=1 -timeout $(TIMEOUT) -run '^TestChapterREADMEs$$' ./chapters/ -update
 
 .PHONY: bench
 bench: ## Run the benchmarks (side-by-side comparisons, see the chapter notes).
-	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem ./...
+	$(GO) test -timeout $(TIMEOUT) -run '^$$' -bench '$(BENCH)' -benchmem ./...
 
 ##@ Node
 

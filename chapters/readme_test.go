@@ -307,12 +307,43 @@ var removedDir = regexp.MustCompile(`removed (\S+)`)
 // more is printed (no late log line of etcd's client, gRPC or klog).
 func stoppedLast(t *testing.T, command, got string) {
 	t.Helper()
-	lines := strings.Split(strings.TrimRight(got, "\n"), "\n")
+	if stopped, after := afterStopped(got); len(after) > 0 {
+		assert.Empty(t, after, "`%s` printed after %q", command, stopped)
+	}
+}
+
+// afterStopped finds the first line that says the program stopped, and the lines after it.
+func afterStopped(output string) (stopped string, after []string) {
+	lines := strings.Split(strings.TrimRight(output, "\n"), "\n")
 	for i, line := range lines {
 		if strings.HasPrefix(line, "Stopped") {
-			assert.Empty(t, lines[i+1:], "`%s` printed after %q", command, line)
-			return
+			return line, lines[i+1:]
 		}
+	}
+	return "", nil
+}
+
+func TestAfterStopped(t *testing.T) {
+	tests := []struct {
+		name, output, stopped string
+		after                 []string
+	}{
+		{name: "quiet shutdown", output: "Serving on 127.0.0.1:PORT\nStopped.\n", stopped: "Stopped."},
+		{name: "a late klog line", output: "Serving\nStopped the kubelet.\nW1130 21:02:03.456789   42 etcd.go:12] retrying\n",
+			stopped: "Stopped the kubelet.", after: []string{"W1130 21:02:03.456789   42 etcd.go:12] retrying"}},
+		{name: "never stopped: nothing to check", output: "Serving\nW1130 a warning\n"},
+		{name: "a line merely mentioning it", output: "pods: Stopped\n  Stopped containers: 0\nStopped.\n", stopped: "Stopped."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stopped, after := afterStopped(tt.output)
+			assert.Equal(t, tt.stopped, stopped)
+			if tt.after == nil {
+				assert.Empty(t, after)
+			} else {
+				assert.Equal(t, tt.after, after)
+			}
+		})
 	}
 }
 
@@ -511,6 +542,27 @@ func TestExamples(t *testing.T) {
 	assert.True(t, exs[1].background)
 	assert.Equal(t, "Usage\n", exs[2].sampleFor("cgroup-v1").expected)
 	assert.Equal(t, "Usage\n", exs[2].sampleFor("cgroup-v2").expected)
+}
+
+// TestEveryCommandShowsACgroupV2Host: most readers run cgroup v2, so every command a README
+// runs shows what such a host prints (untagged, or tagged cgroup-v2); a cgroup-v1 sample is
+// optional, and a v1 host skips, with the reason, a command shown for v2 hosts only. Without this,
+// a README that lost its v2 sample would be skipped by the v2 leg of CI instead of failing.
+func TestEveryCommandShowsACgroupV2Host(t *testing.T) {
+	readmes, err := filepath.Glob("[0-9][0-9]-*/README.md")
+	require.NoError(t, err)
+	require.NotEmpty(t, readmes)
+	commands := 0
+	for _, readme := range readmes {
+		for _, ex := range examples(t, readme) {
+			if ex.background {
+				continue // a server started for the commands after it: it shows no output of its own
+			}
+			commands++
+			assert.NotNil(t, ex.sampleFor("cgroup-v2"), "%s: `%s` shows no output for a cgroup v2 host (an untagged ```text block, or ```text cgroup-v2)", readme, ex.command)
+		}
+	}
+	assert.Greater(t, commands, 10, "the READMEs' commands were found")
 }
 
 // TestScratch pins how /tmp in a README's commands becomes the test's own directory.
