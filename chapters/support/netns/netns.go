@@ -77,15 +77,20 @@ const apparmorRestriction = "/proc/sys/kernel/apparmor_restrict_unprivileged_use
 
 // explain adds what a reader can do when no namespace could be made.
 func explain(err error) error {
-	if os.Geteuid() == 0 {
+	return explainOn(err, os.Geteuid(), os.ReadFile)
+}
+
+// explainOn is explain for a user euid on a machine whose files readFile reads.
+func explainOn(err error, euid int, readFile func(string) ([]byte, error)) error {
+	if euid == 0 {
 		return err
 	}
-	if data, rerr := os.ReadFile(apparmorRestriction); rerr == nil && strings.TrimSpace(string(data)) == "1" {
+	if data, rerr := readFile(apparmorRestriction); rerr == nil && strings.TrimSpace(string(data)) == "1" {
 		return fmt.Errorf("%w\n  AppArmor blocks unprivileged user namespaces on this machine (kernel.apparmor_restrict_unprivileged_userns=1, "+
 			"Ubuntu's default since 24.04). Either run the tests as root, or allow them until the next reboot with "+
 			"`sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0`", err)
 	}
-	if data, rerr := os.ReadFile("/proc/sys/user/max_user_namespaces"); rerr == nil && strings.TrimSpace(string(data)) == "0" {
+	if data, rerr := readFile("/proc/sys/user/max_user_namespaces"); rerr == nil && strings.TrimSpace(string(data)) == "0" {
 		return fmt.Errorf("%w\n  user namespaces are disabled (user.max_user_namespaces=0): run the tests as root, or raise it with `sudo sysctl user.max_user_namespaces=15000`", err)
 	}
 	return fmt.Errorf("%w\n  unprivileged user namespaces seem unavailable here: run the tests as root", err)

@@ -1,0 +1,49 @@
+package netns
+
+import (
+	"errors"
+	"io/fs"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// What a reader is told when no namespace could be made, on the machines it happens on: Ubuntu
+// 24.04's AppArmor switch first, since it is the common case on laptops.
+func TestExplain(t *testing.T) {
+	unshare := errors.New("unshare: write failed /proc/self/uid_map: Operation not permitted")
+	tests := []struct {
+		name  string
+		euid  int
+		files map[string]string
+		want  string // the added advice; "" for the error alone
+	}{
+		{name: "root: nothing to add", euid: 0, files: map[string]string{apparmorRestriction: "1\n"}},
+		{name: "Ubuntu 24.04, AppArmor restricts", euid: 1000,
+			files: map[string]string{apparmorRestriction: "1\n", "/proc/sys/user/max_user_namespaces": "63465\n"},
+			want:  "AppArmor blocks unprivileged user namespaces on this machine (kernel.apparmor_restrict_unprivileged_userns=1, Ubuntu's default since 24.04). Either run the tests as root, or allow them until the next reboot with `sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0`"},
+		{name: "AppArmor switch off, user namespaces disabled", euid: 1000,
+			files: map[string]string{apparmorRestriction: "0\n", "/proc/sys/user/max_user_namespaces": "0\n"},
+			want:  "user namespaces are disabled (user.max_user_namespaces=0): run the tests as root, or raise it with `sudo sysctl user.max_user_namespaces=15000`"},
+		{name: "no AppArmor, namespaces allowed, still refused", euid: 1000,
+			files: map[string]string{"/proc/sys/user/max_user_namespaces": "63465\n"},
+			want:  "unprivileged user namespaces seem unavailable here: run the tests as root"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			readFile := func(name string) ([]byte, error) {
+				if data, ok := tt.files[name]; ok {
+					return []byte(data), nil
+				}
+				return nil, fs.ErrNotExist
+			}
+			err := explainOn(unshare, tt.euid, readFile)
+			assert.ErrorIs(t, err, unshare, "the cause stays")
+			if tt.want == "" {
+				assert.Equal(t, unshare.Error(), err.Error())
+				return
+			}
+			assert.Equal(t, unshare.Error()+"\n  "+tt.want, err.Error())
+		})
+	}
+}
