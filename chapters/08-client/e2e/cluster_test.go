@@ -6,9 +6,11 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -53,6 +55,32 @@ func apply(t *testing.T, c *minicluster.Cluster, dir string) {
 	require.NoError(t, c.Apply(context.Background(), files...))
 }
 
+// applyRBAC applies examples/rbac and waits until the apiserver's authorizer lets its
+// ServiceAccount get nodes/pods: a fresh binding takes a moment to reach it, and a kubelet asked
+// meanwhile would remember its denial for 30 s.
+func applyRBAC(t *testing.T, c *minicluster.Cluster) {
+	apply(t, c, "../../../examples/rbac")
+	authorized(t, c, "kubelet-reader", "pods", true)
+}
+
+// authorized waits until the apiserver's authorizer answers want to the ServiceAccount
+// kubelet-reader/name asking to get nodes/subresource (a SubjectAccessReview, what the kubelet
+// and kubectl auth can-i ask).
+func authorized(t *testing.T, c *minicluster.Cluster, name, subresource string, want bool) {
+	t.Helper()
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:               "system:serviceaccount:kubelet-reader:" + name,
+		Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:kubelet-reader", "system:authenticated"},
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Resource: "nodes", Subresource: subresource},
+	}}
+	var got *authorizationv1.SubjectAccessReview
+	var err error
+	require.Eventually(t, func() bool {
+		got, err = c.Client.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), review, metav1.CreateOptions{})
+		return err == nil && got.Status.Allowed == want
+	}, 30*time.Second, 100*time.Millisecond, "get nodes/%s for %s: want allowed=%v (last answer %+v, %v)", subresource, review.Spec.User, want, got, err)
+}
+
 // tokenFile is a ServiceAccount's token in a file, as the kubelet projects it into a pod.
 func tokenFile(t *testing.T, c *minicluster.Cluster, namespace, name string) string {
 	path, err := c.ServiceAccountToken(context.Background(), namespace, name, t.TempDir())
@@ -83,10 +111,13 @@ func TestOnTheMiniCluster(t *testing.T) {
 		}
 	})
 
-	apply(t, c, "../../../examples/rbac")
+	applyRBAC(t, c)
 	token := tokenFile(t, c, "kubelet-reader", "kubelet-reader")
 	_, err := c.Client.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "no-rbac"}}, metav1.CreateOptions{})
 	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = c.Client.CoreV1().ServiceAccounts("default").Delete(ctx, "no-rbac", metav1.DeleteOptions{})
+	})
 	noRBAC := tokenFile(t, c, "default", "no-rbac")
 
 	t.Run("the ServiceAccount of examples/rbac reads every kubelet directly", func(t *testing.T) {
@@ -148,11 +179,11 @@ func TestOnTheMiniCluster(t *testing.T) {
 		ghost := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ghost"}}
 		_, err := c.Client.CoreV1().Nodes().Create(ctx, ghost, metav1.CreateOptions{})
 		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Client.CoreV1().Nodes().Delete(ctx, "ghost", metav1.DeleteOptions{}) })
 		ghost.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: netns.PrivateNodeIP}}
 		ghost.Status.DaemonEndpoints.KubeletEndpoint.Port = 1 // nothing listens
 		_, err = c.Client.CoreV1().Nodes().UpdateStatus(ctx, ghost, metav1.UpdateOptions{})
 		require.NoError(t, err)
-		defer func() { _ = c.Client.CoreV1().Nodes().Delete(ctx, "ghost", metav1.DeleteOptions{}) }()
 
 		client, err := kubeletclient.New(admin, kubeletclient.Options{Auth: kubeletclient.AuthToken, TokenFile: token, Via: kubeletclient.ViaKubelet})
 		require.NoError(t, err)

@@ -21,9 +21,12 @@ func TestDoctor(t *testing.T) {
 	c := miniCluster(t)
 	ctx := context.Background()
 	admin := adminConfig(t, c)
-	apply(t, c, "../../../examples/rbac")
+	applyRBAC(t, c)
 	_, err := c.Client.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "doctor-no-rbac"}}, metav1.CreateOptions{})
 	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = c.Client.CoreV1().ServiceAccounts("default").Delete(ctx, "doctor-no-rbac", metav1.DeleteOptions{})
+	})
 	noRBAC := tokenFile(t, c, "default", "doctor-no-rbac")
 	otherCA, err := pki.NewCA("not-the-cluster-ca")
 	require.NoError(t, err)

@@ -30,7 +30,7 @@ func TestLeastPrivilegeOnTheMiniCluster(t *testing.T) {
 	c := miniCluster(t)
 	ctx := context.Background()
 	admin := adminConfig(t, c)
-	apply(t, c, "../../../examples/rbac")
+	applyRBAC(t, c)
 
 	t.Run("auto: a minted ServiceAccount token reads every kubelet", func(t *testing.T) {
 		client, err := kubeletclient.New(admin, kubeletclient.Options{ServiceAccountDir: t.TempDir(), Via: kubeletclient.ViaKubelet})
@@ -70,7 +70,9 @@ func TestLeastPrivilegeOnTheMiniCluster(t *testing.T) {
 		apply(t, c, "../../../examples/rbac/node-proxy")
 		t.Cleanup(func() {
 			_ = c.Client.RbacV1().ClusterRoleBindings().Delete(ctx, "kubelet-reader-node-proxy", metav1.DeleteOptions{})
+			authorized(t, c, "kubelet-reader", "proxy", false) // as other tests expect it
 		})
+		authorized(t, c, "kubelet-reader", "proxy", true)
 		client, err := kubeletclient.New(reader, kubeletclient.Options{Via: kubeletclient.ViaAPIServer})
 		require.NoError(t, err)
 		require.Eventually(t, func() bool { return client.Pods(ctx, "node-a").Err == nil }, 30*time.Second, 200*time.Millisecond)

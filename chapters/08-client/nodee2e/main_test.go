@@ -252,10 +252,24 @@ func (f *fixture) kubectlResult(t *testing.T, args ...string) result {
 	return runProgram(t, filepath.Join(components, "bin", "kubectl"), append([]string{"--kubeconfig", f.kubeconfig}, args...)...)
 }
 
-// applyRBAC is the README's `kubectl apply -f examples/rbac/`.
+// applyRBAC is the README's `kubectl apply -f examples/rbac/`; it returns when the apiserver's
+// authorizer lets the ServiceAccount get nodes/pods (a fresh binding takes a moment to reach it,
+// and a kubelet asked meanwhile would remember its denial for 30 s).
 func (f *fixture) applyRBAC(t *testing.T) {
 	t.Helper()
 	f.kubectl(t, "apply", "-f", rbacDir+"/")
+	f.canI(t, "pods", "--as=system:serviceaccount:kubelet-reader:kubelet-reader", "yes")
+}
+
+// canI waits until `kubectl auth can-i get nodes/minikube --subresource=… --as=…` answers want:
+// what the kubelet's SubjectAccessReview will be told.
+func (f *fixture) canI(t *testing.T, subresource, as, want string) {
+	t.Helper()
+	var got result
+	require.Eventually(t, func() bool {
+		got = f.kubectlResult(t, "auth", "can-i", "get", "nodes/"+nodeName, "--subresource="+subresource, as)
+		return strings.TrimSpace(got.stdout) == want
+	}, 30*time.Second, 200*time.Millisecond, "can-i get nodes/%s %s: want %s", subresource, as, want)
 }
 
 // inNode runs a command in the node, as `minikube ssh -- sudo …` would.
