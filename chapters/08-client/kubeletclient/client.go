@@ -120,7 +120,7 @@ func New(apiserver *rest.Config, opts Options) (*Client, error) {
 	}
 	c := &Client{opts: opts, apiserverREST: apiserver}
 	if apiserver != nil {
-		cs, err := kubernetes.NewForConfig(withTimeout(apiserver, opts.Timeout))
+		cs, err := apiserverClient(withTimeout(apiserver, opts.Timeout))
 		if err != nil {
 			return nil, err
 		}
@@ -151,6 +151,22 @@ func New(apiserver *rest.Config, opts Options) (*Client, error) {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	return c, nil
+}
+
+// apiserverClient is a clientset that follows no redirect. The apiserver's node proxy passes a
+// kubelet's redirect on, to another host unchanged
+// (staging/src/k8s.io/apimachinery/pkg/util/proxy/transport.go#L113 (resp.Header.Set("Location", t.rewriteURL(targetURL, req.URL, req.Host)))),
+// and client-go's transport adds the kubeconfig's credentials to every request it sends, a
+// redirected one too: followed, the redirect would carry them wherever the kubelet — or whatever
+// answers the apiserver at the node's address — says, http:// included. No request of this
+// client to the apiserver expects a redirect.
+func apiserverClient(cfg *rest.Config) (*kubernetes.Clientset, error) {
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("apiserver transport: %w", err)
+	}
+	httpClient.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return kubernetes.NewForConfigAndClient(cfg, httpClient)
 }
 
 func withTimeout(c *rest.Config, timeout time.Duration) *rest.Config {

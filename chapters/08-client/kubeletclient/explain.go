@@ -255,13 +255,13 @@ func explainProxy(node, url string, err error) error {
 	e := &Error{URL: url, Err: err, Kind: Status, Hint: "The apiserver could not proxy to the kubelet."}
 	if code, text, relayed := relayedFromKubelet(err); relayed {
 		e.Err = fmt.Errorf("GET %s: %d %s, relayed from the kubelet: %s", url, code, http.StatusText(code), shownBody(text))
-		switch code {
-		case http.StatusUnauthorized:
+		switch {
+		case code == http.StatusUnauthorized:
 			e.Kind, e.Party = Unauthorized, PartyAPIServer
 			e.Hint = "The kubelet did not accept the apiserver's own kubelet-client identity — not yours: the apiserver let " +
 				"you through. The apiserver's --kubelet-client-certificate must be signed by the CA in the kubelet's " +
 				"authentication.x509.clientCAFile (kubeadm: apiserver-kubelet-client.crt, signed by the cluster CA)."
-		case http.StatusForbidden:
+		case code == http.StatusForbidden:
 			e.Kind, e.Party = Forbidden, PartyAPIServer
 			user := "the apiserver's kubelet-client user"
 			if m := forbiddenBody.FindStringSubmatch(text); m != nil {
@@ -270,6 +270,10 @@ func explainProxy(node, url string, err error) error {
 			e.Hint = "The kubelet refused the apiserver's own kubelet-client identity (" + user + ") — not yours: the apiserver " +
 				"let you through. That identity needs nodes/proxy; kubeadm binds it to system:kubelet-api-admin: " +
 				"kubectl create clusterrolebinding kubeadm:apiserver-kubelet-client --clusterrole=system:kubelet-api-admin --user=" + user
+		case code >= 300 && code < 400:
+			e.Hint = "The kubelet (or what answers the apiserver at the node's address) redirects, and the apiserver's node " +
+				"proxy passes that on; a kubelet's /pods never does, and the client does not follow: your kubeconfig's " +
+				"credentials would go with it."
 		default:
 			e.Hint = "The kubelet answered the apiserver with an error; its own words are quoted above."
 		}
