@@ -175,9 +175,14 @@ func withTimeout(c *rest.Config, timeout time.Duration) *rest.Config {
 	return c
 }
 
-// dialAddressKey carries, in a request's context, the address to dial when the URL names the
-// kubelet by the name its certificate holds (Options.TLSServerName).
+// dialAddressKey carries, in a request's context, a dialAddress: the address to dial when the
+// URL names the kubelet by the name its certificate holds (Options.TLSServerName).
 type dialAddressKey struct{}
+
+// dialAddress replaces a dial to named (the URL's host:port) with one to address. Only that
+// dial: with HTTPS_PROXY the transport dials the proxy instead, and sends it CONNECT with the
+// proxy's credentials, which must not go in clear to the kubelet's address.
+type dialAddress struct{ named, address string }
 
 // kubeletConfig is the rest.Config whose transport talks to kubelets: the chosen credentials,
 // and the CA to check the kubelet's certificate against. client-go turns it into a transport
@@ -189,8 +194,8 @@ func (c *Client) kubeletConfig(apiserver *rest.Config) (*rest.Config, error) {
 	cfg.WrapTransport = guardPlainHTTP
 	dialer := &net.Dialer{Timeout: o.Timeout, KeepAlive: 30 * time.Second}
 	cfg.Dial = func(ctx context.Context, network, address string) (net.Conn, error) {
-		if override, ok := ctx.Value(dialAddressKey{}).(string); ok {
-			address = override
+		if override, ok := ctx.Value(dialAddressKey{}).(dialAddress); ok && strings.EqualFold(address, override.named) {
+			address = override.address
 		}
 		return dialer.DialContext(ctx, network, address)
 	}
@@ -414,8 +419,9 @@ func (c *Client) fetch(ctx context.Context, base string, ep ReadEndpoint, server
 		return r
 	}
 	if serverName != "" {
-		ctx = context.WithValue(ctx, dialAddressKey{}, u.Host)
+		dialed := u.Host
 		u.Host = net.JoinHostPort(serverName, u.Port())
+		ctx = context.WithValue(ctx, dialAddressKey{}, dialAddress{named: u.Host, address: dialed})
 		r.ServerName = serverName
 	}
 	// Whether TCP connected tells a kubelet that is slow from one that cannot be reached.
