@@ -301,6 +301,19 @@ func (c *Client) identity(ctx context.Context) (authenticationv1.UserInfo, kuber
 		return authenticationv1.UserInfo{}, nil, errors.New("no kubeconfig: the identity cannot be asked")
 	}
 	cfg := rest.AnonymousClientConfig(c.apiserverREST)
+	if c.creds.mode == AuthToken || c.creds.mode == AuthServiceAccount {
+		// A token meant for kubelets goes to the apiserver over https only, as to a kubelet.
+		server, _, err := rest.DefaultServerUrlFor(cfg)
+		if err != nil {
+			return authenticationv1.UserInfo{}, nil, fmt.Errorf("the apiserver's URL: %w", err)
+		}
+		if server.Scheme != "https" {
+			return authenticationv1.UserInfo{}, nil, &CredentialsRefusedError{
+				Reason: "them to the apiserver over plain " + server.Scheme + "://" + server.Host + " (to ask whose they are)",
+				Fix:    "the kubeconfig's server is not https://. Point it at the apiserver's https:// address, not at kubectl proxy's",
+			}
+		}
+	}
 	switch c.creds.mode {
 	case AuthToken:
 		cfg.BearerTokenFile = c.opts.TokenFile
@@ -313,7 +326,7 @@ func (c *Client) identity(ctx context.Context) (authenticationv1.UserInfo, kuber
 	case AuthKubeconfig:
 		cfg = rest.CopyConfig(c.apiserverREST)
 	}
-	cs, err := kubernetes.NewForConfig(withTimeout(cfg, c.opts.Timeout))
+	cs, err := apiserverClient(withTimeout(cfg, c.opts.Timeout))
 	if err != nil {
 		return authenticationv1.UserInfo{}, nil, err
 	}
@@ -378,8 +391,12 @@ func hintOf(err error) string {
 
 func credentialsFix(err error) string {
 	var noToken *TokenRequestError
-	if errors.As(err, &noToken) {
+	var refused *CredentialsRefusedError
+	switch {
+	case errors.As(err, &noToken):
 		return "create the ServiceAccount (kubectl apply -f examples/rbac/), name another with --service-account, or pass --token-file"
+	case errors.As(err, &refused):
+		return "nothing was sent: " + refused.Fix
 	}
 	return "the apiserver does not accept these credentials: an expired or deleted ServiceAccount's token, or a wrong --token-file"
 }
