@@ -131,12 +131,12 @@ func (o *clientOptions) complete(flags *pflag.FlagSet) error {
 		return fmt.Errorf("unknown output format %q: use table, wide, json, yaml or name", o.output)
 	}
 	if o.kubeletURL != "" {
-		u, err := url.Parse(o.kubeletURL)
-		if err != nil {
-			return fmt.Errorf("--kubelet-url: %w", redact(err))
+		// Before parsing: net/url's error would quote the URL, user info and all.
+		if redacted := kubeletclient.RedactURL(o.kubeletURL); redacted != o.kubeletURL {
+			return fmt.Errorf("--kubelet-url %s holds credentials (user info): the kubelet takes none that way; use --token-file", redacted)
 		}
-		if u.User != nil {
-			return fmt.Errorf("--kubelet-url %s holds credentials (user info): the kubelet takes none that way; use --token-file", kubeletclient.RedactURL(o.kubeletURL))
+		if _, err := url.Parse(o.kubeletURL); err != nil {
+			return fmt.Errorf("--kubelet-url: %w", err)
 		}
 	}
 	if err := o.noIgnoredFlags(flags); err != nil {

@@ -615,3 +615,24 @@ func TestReadEndpointOutput(t *testing.T) {
 		})
 	}
 }
+
+// --kubelet-url's user info is refused and never shown, however the URL is written.
+func TestKubeletURLUserInfoNeverShown(t *testing.T) {
+	e := newEnv(t)
+	for _, raw := range []string{
+		"https://admin:s3cret@127.0.0.1:10250",
+		"admin:s3cret@127.0.0.1:10250",
+		"https://admin:s3c/ret@127.0.0.1:10250",
+		"https://admin:s3c#ret@127.0.0.1:10250",
+		`https://admin:s3c"ret@127.0.0.1:10250`,
+		"https://admin:s3c ret@127.0.0.1:10250",
+	} {
+		t.Run(raw, func(t *testing.T) {
+			stdout, stderr, err := e.run(t, "--kubelet-url", raw, "--auth=none")
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "xxxxx@127.0.0.1:10250 holds credentials (user info)")
+			assert.NotContains(t, stdout+stderr+err.Error(), "s3c")
+			assert.NotContains(t, stdout+stderr+err.Error(), "admin")
+		})
+	}
+}

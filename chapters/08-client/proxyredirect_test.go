@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -45,6 +46,7 @@ func TestProxyRedirectsNotFollowed(t *testing.T) {
 			})
 			e.plain.Reset()
 			e.kubelet.Reset()
+			e.apiserver.Reset()
 			_, stderr, err := e.run(t, "--kubeconfig", tt.kubeconfig, "--node", tt.node, "--via", tt.via)
 			assert.Empty(t, tt.to.Requests(), "the redirect's target must receive nothing")
 			require.Error(t, err, "a redirect is not an answer")
@@ -52,6 +54,11 @@ func TestProxyRedirectsNotFollowed(t *testing.T) {
 			assert.Contains(t, err.Error(), "the client does not follow")
 			for _, secret := range []string{kubeconfigToken, basicPassword} {
 				assert.NotContains(t, stderr+err.Error(), secret)
+			}
+			for _, req := range e.apiserver.Requests() {
+				if strings.Contains(req.Path, "/proxy/") {
+					assert.NotContains(t, req.Authorization, mintedToken, "the proxy gets the kubeconfig's credentials, not the kubelet's token")
+				}
 			}
 		})
 	}

@@ -403,10 +403,14 @@ func (c *Client) fetch(ctx context.Context, base string, ep ReadEndpoint, server
 	}
 	u, err := url.Parse(target)
 	switch {
-	case err != nil:
-		r.Err = fmt.Errorf("kubelet URL %s: %w", RedactURL(base), err)
+	case err != nil && r.URL != target:
+		// net/url's error quotes the URL, user info and all.
+		r.Err = fmt.Errorf("the kubelet URL %s is not a valid URL, and holds credentials (user info): the kubelet takes none that way; use --token-file", RedactURL(base))
 		return r
-	case u.User != nil:
+	case err != nil:
+		r.Err = fmt.Errorf("kubelet URL %s: %w", base, err)
+		return r
+	case u.User != nil, r.URL != target:
 		r.Err = fmt.Errorf("the kubelet URL %s holds credentials (user info): the kubelet takes none that way; use --token-file", r.URL)
 		return r
 	case u.Scheme == "http" && c.creds.sends():
@@ -571,12 +575,26 @@ func (c *Client) deadlineError(node string, err error) error {
 	return e
 }
 
-// RedactURL hides a URL's user info (user name and password alike: either may be a secret).
+// RedactURL hides a URL's user info (user name and password alike: either may be a secret),
+// however the URL is written. What net/url cannot read as a URL with a host — it fails on a
+// password holding "/", "#", a quote or a space, and reads "user:password@host" as the scheme
+// "user" — loses everything up to its last "@".
 func RedactURL(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
+	switch {
+	case err == nil && u.User != nil:
+		u.User = url.User("xxxxx")
+		return u.String()
+	case !strings.Contains(raw, "@"), err == nil && u.Opaque == "" && !strings.Contains(u.Host, "@"):
+		return raw // no "@", or only in the path, query or fragment of a URL with a host
 	}
-	u.User = url.User("xxxxx")
-	return u.String()
+	start := 0
+	if i := strings.Index(raw, "://"); i >= 0 {
+		start = i + len("://")
+	}
+	at := strings.LastIndex(raw, "@")
+	if at < start {
+		start = 0
+	}
+	return raw[:start] + "xxxxx" + raw[at:]
 }
