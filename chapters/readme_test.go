@@ -201,7 +201,7 @@ var normalizers = []normalizer{
 	// The random suffixes of names a controller generates: pod-template hash and pod (apimachinery's
 	// rand.String alphabet has no vowels, no 0, 1, 3: no word of a chapter's own is one).
 	{"generated name", regexp.MustCompile(`(-[bcdfghjklmnpqrstvwxz2456789]{6,10})?-[bcdfghjklmnpqrstvwxz2456789]{5}\b`), replaceWith("-GENERATED")},
-	{"elapsed time", regexp.MustCompile(`(?m)^\[\s*\d+\.\ds\]|^(\s+)[+-]\d+(\.\d)?s\b`), replaceWith("ELAPSED")},
+	{"elapsed time", regexp.MustCompile(`(?m)^\[\s*\d+\.\ds\]|^(\s+)[+-]\d+(\.\d)?s\b|\bran for \d+(\.\d+)?(ms|s)$`), replaceWith("ELAPSED")},
 	{"process ID", regexp.MustCompile(`\(PID \d+ here\)|--target \d+\b|/proc/\d+/`), func(m string) string {
 		return regexp.MustCompile(`\d+`).ReplaceAllString(m, "N")
 	}},
@@ -488,8 +488,9 @@ func TestNormalize(t *testing.T) {
 			keep: "kube-system pod/kube-scheduler-minikube and pod/kube-proxy-minikube and pod/web-nginx",
 		},
 		"elapsed time": {
-			change: "[ 12.5s] kubeadm init done\n    +0.4s  [journal]  refused\n      +6s  [apiserver]  mirrors", want: "ELAPSED kubeadm init done\nELAPSED [journal] refused\nELAPSED [apiserver] mirrors",
-			keep: "error: timed out after 10.0s; retry in +1.5s",
+			change: "[ 12.5s] kubeadm init done\n    +0.4s  [journal]  refused\n      +6s  [apiserver]  mirrors\n42 steps; the kubelet ran for 5s",
+			want:   "ELAPSED kubeadm init done\nELAPSED [journal] refused\nELAPSED [apiserver] mirrors\n42 steps; the kubelet ELAPSED",
+			keep:   "error: timed out after 10.0s; retry in +1.5s; a 10m0s token; it ran for 5s before it failed",
 		},
 		"process ID": {
 			change: "systemd is PID 1 (PID 3738 here); sudo nsenter --target 3738 --all; nsenter --net=/proc/3712/ns/net", want: "systemd is PID 1 (PID N here); sudo nsenter --target N --all; nsenter --net=/proc/N/ns/net",
