@@ -60,6 +60,28 @@ func gateHistory(name string, want ...GateStage) func(*Source) error {
 	}
 }
 
+// relistsOnlyOnStop: the evented PLEG's one call of RequestRelist runs only for a container
+// stopped event, and no other event type decides it.
+func relistsOnlyOnStop(s *Source) error {
+	guards, err := s.Guards("pkg/kubelet/pleg/evented.go", "func (e *EventedPLEG) processCRIEvents", "RequestRelist")
+	if err != nil {
+		return err
+	}
+	if len(guards) != 1 {
+		return fmt.Errorf("processCRIEvents calls RequestRelist %d times, not once", len(guards))
+	}
+	const stopped = "!(event.ContainerEventType != runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT)"
+	if !slices.Contains(guards[0], stopped) {
+		return fmt.Errorf("RequestRelist runs under %q, not only for a stopped container", guards[0])
+	}
+	for _, g := range guards[0] {
+		if g != stopped && strings.Contains(g, "ContainerEventType") {
+			return fmt.Errorf("RequestRelist also depends on %s", g)
+		}
+	}
+	return nil
+}
+
 // claims lists every sentence of the notes that states a fact about the source without a
 // citation that could hold it.
 var claims = []claim{
@@ -70,6 +92,18 @@ var claims = []claim{
 			"zh/10-syncloop.md": {"它是 alpha，默认关闭（`EventedPLEG`）"},
 		},
 		holds: gateIs("EventedPLEG", GateStage{Version: "1.26", PreRelease: "Alpha"}),
+	},
+	{
+		name: "the evented PLEG requests a relist only for a container-stopped event",
+		says: map[string][]string{
+			"10-syncloop.md":    {"it requests a relist only for a container-stopped event", "skips every other kind, created, started and deleted"},
+			"zh/10-syncloop.md": {"只在收到容器停止事件时才请求重新列举", "跳过其余各类事件（创建、启动、删除）"},
+		},
+		denies: map[string][]string{
+			"10-syncloop.md":    {"turns each event into a `RequestRelist`"},
+			"zh/10-syncloop.md": {"把每个事件变成一次 `RequestRelist`"},
+		},
+		holds: relistsOnlyOnStop,
 	},
 	{
 		name: "PLEGOnDemandRelist is GA and locked on in v1.37",
