@@ -82,6 +82,30 @@ func relistsOnlyOnStop(s *Source) error {
 	return nil
 }
 
+// gateAbsent checks that the pinned version declares no feature gate of that name.
+func gateAbsent(name string) func(*Source) error {
+	return func(s *Source) error {
+		if _, ok, err := s.FeatureGate(name); err != nil {
+			return err
+		} else if ok {
+			return fmt.Errorf("%s still declares the feature gate %s", featuresFile, name)
+		}
+		return nil
+	}
+}
+
+// all checks each fact in turn.
+func all(facts ...func(*Source) error) func(*Source) error {
+	return func(s *Source) error {
+		for _, f := range facts {
+			if err := f(s); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
 // claims lists every sentence of the notes that states a fact about the source without a
 // citation that could hold it.
 var claims = []claim{
@@ -104,6 +128,31 @@ var claims = []claim{
 			"zh/10-syncloop.md": {"把每个事件变成一次 `RequestRelist`"},
 		},
 		holds: relistsOnlyOnStop,
+	},
+	{
+		name: "startKubelet starts the podresources server with no gate; KubeletPodResources is gone",
+		says: map[string][]string{
+			"drift.md": {
+				"up to v1.27 only under `if utilfeature.DefaultFeatureGate.Enabled(features.KubeletPodResources) {`",
+				"v1.37.2 declares no `KubeletPodResources` gate",
+				"with no condition in `startKubelet`",
+			},
+			"zh/drift.md": {
+				"在 v1.27 及以前只在 `if utilfeature.DefaultFeatureGate.Enabled(features.KubeletPodResources) {` 成立时才启动",
+				"v1.37.2 中已没有名为 `KubeletPodResources` 的门控",
+				"在 `startKubelet` 中不加任何条件的 [`go k.ListenAndServePodResources(ctx)`]",
+			},
+		},
+		denies: map[string][]string{
+			"drift.md":    {"`go k.ListenAndServePodResources()` with no feature gate"},
+			"zh/drift.md": {"不检查任何特性门控的"},
+		},
+		holds: all(
+			gateAbsent("KubeletPodResources"),
+			gateIs("KubeletPodResourcesGet", GateStage{Version: "1.36", Default: true, PreRelease: "GA", Locked: true}),
+			func(s *Source) error {
+				return s.Unconditional("cmd/kubelet/app/server.go", "func startKubelet", "go k.ListenAndServePodResources(ctx)")
+			}),
 	},
 	{
 		name: "PLEGOnDemandRelist is GA and locked on in v1.37",
