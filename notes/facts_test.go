@@ -155,6 +155,64 @@ var claims = []claim{
 			}),
 	},
 	{
+		name: "a new pod worker may or may not be woken for its first sync: UpdatePod starts it before its non-blocking send",
+		says: map[string][]string{
+			"10-syncloop.md":    {"scheduling race, not a rule", "and only then makes its non-blocking send"},
+			"zh/10-syncloop.md": {"那是调度上的竞争，不是规则", "最后才做非阻塞发送"},
+		},
+		denies: map[string][]string{
+			"10-syncloop.md":    {"Nothing *woke* that goroutine for its first sync"},
+			"zh/10-syncloop.md": {"第一次同步时，没有谁*唤醒*这个 goroutine"},
+		},
+		holds: all(
+			func(s *Source) error {
+				return s.InOrder("pkg/kubelet/pod_workers.go", "func (p *podWorkers) UpdatePod",
+					"podUpdates = make(chan struct{}, 1)", "go func() {", "select {", "case podUpdates <- struct{}{}:", "default:")
+			},
+			func(s *Source) error {
+				return s.InOrder("pkg/kubelet/pod_workers.go", "func (p *podWorkers) podWorkerLoop", "for range podUpdates {")
+			}),
+	},
+	{
+		name: "the pod worker has four paths, SyncTerminatingRuntimePod among them",
+		says: map[string][]string{
+			"10-syncloop.md":    {"calls one of four methods", "[`func (kl *Kubelet) SyncTerminatingRuntimePod`]"},
+			"zh/10-syncloop.md": {"调用四个方法之一", "[`func (kl *Kubelet) SyncTerminatingRuntimePod`]"},
+		},
+		denies: map[string][]string{
+			"10-syncloop.md":    {"calls one of three methods"},
+			"zh/10-syncloop.md": {"调用三个方法之一"},
+		},
+		holds: func(s *Source) error {
+			got, err := s.Callees("pkg/kubelet/pod_workers.go", "func (p *podWorkers) podWorkerLoop", "p.podSyncer")
+			if err != nil {
+				return err
+			}
+			if want := []string{"SyncPod", "SyncTerminatedPod", "SyncTerminatingPod", "SyncTerminatingRuntimePod"}; !slices.Equal(got, want) {
+				return fmt.Errorf("podWorkerLoop calls %v on its podSyncer, not %v", got, want)
+			}
+			return nil
+		},
+	},
+	{
+		name: "updateRuntimeUp has more callers than its 5 s loop: the node status goroutine and fastNodeStatusUpdate",
+		says: map[string][]string{
+			"10-syncloop.md":    {"That loop is not the only caller", "[`func (kl *Kubelet) fastNodeStatusUpdate`]"},
+			"zh/10-syncloop.md": {"这个循环并不是唯一的调用者", "[`func (kl *Kubelet) fastNodeStatusUpdate`]"},
+		},
+		holds: func(s *Source) error {
+			got, err := s.Referrers("pkg/kubelet", "kl.updateRuntimeUp")
+			if err != nil {
+				return err
+			}
+			if want := []string{"func (kl *Kubelet) Run", "func (kl *Kubelet) fastNodeStatusUpdate"}; !slices.Equal(got, want) {
+				return fmt.Errorf("kl.updateRuntimeUp is used by %v, not %v", got, want)
+			}
+			return s.InOrder("pkg/kubelet/kubelet.go", "func (kl *Kubelet) Run",
+				"kl.updateRuntimeUp(ctx)", "go kl.fastStatusUpdateOnce(", "go wait.UntilWithContext(ctx, kl.updateRuntimeUp, 5*time.Second)")
+		},
+	},
+	{
 		name: "PLEGOnDemandRelist is GA and locked on in v1.37",
 		says: map[string][]string{
 			"10-syncloop.md":    {"`PLEGOnDemandRelist` is GA and locked on in v1.37"},
