@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -103,6 +104,22 @@ func all(facts ...func(*Source) error) func(*Source) error {
 			}
 		}
 		return nil
+	}
+}
+
+// selectExcerpt checks the select that note 10 quotes, trimmed, against syncLoopIteration.
+func selectExcerpt(note string) func(*Source) error {
+	return func(s *Source) error {
+		data, err := os.ReadFile(filepath.FromSlash(note))
+		if err != nil {
+			return err
+		}
+		for _, m := range fencedBlock.FindAllStringSubmatch(string(data), -1) {
+			if m[1] == "go" && strings.HasPrefix(m[2], "select {") {
+				return s.Excerpt("pkg/kubelet/kubelet.go", "func (kl *Kubelet) syncLoopIteration", m[2])
+			}
+		}
+		return fmt.Errorf("%s quotes no select", note)
 	}
 }
 
@@ -211,6 +228,14 @@ var claims = []claim{
 			return s.InOrder("pkg/kubelet/kubelet.go", "func (kl *Kubelet) Run",
 				"kl.updateRuntimeUp(ctx)", "go kl.fastStatusUpdateOnce(", "go wait.UntilWithContext(ctx, kl.updateRuntimeUp, 5*time.Second)")
 		},
+	},
+	{
+		name: "the select of syncLoopIteration, trimmed, is the one v1.37.2 has",
+		says: map[string][]string{
+			"10-syncloop.md":    {"```go\nselect {\ncase u, open := <-configCh:", "case <-housekeepingCh:"},
+			"zh/10-syncloop.md": {"```go\nselect {\ncase u, open := <-configCh:", "case <-housekeepingCh:"},
+		},
+		holds: all(selectExcerpt("10-syncloop.md"), selectExcerpt("zh/10-syncloop.md")),
 	},
 	{
 		name: "PLEGOnDemandRelist is GA and locked on in v1.37",
@@ -383,4 +408,43 @@ func TestFactCheckersCatch(t *testing.T) {
 		assert.NotEmpty(t, notePhrases(c, read("It relists for each event.")), "the fix reverted")
 		assert.NotEmpty(t, notePhrases(c, read("It relists only for a stopped container, not for each event.")), "the old sentence kept beside the new one")
 	})
+}
+
+var (
+	edgeIntoSelect = regexp.MustCompile(`(?m)^\s*\w+\[[^\]]*\]\s*-->\|"([^"]*)"\|\s*sel\b`)
+	handlerName    = regexp.MustCompile(`Handle\w+|handle\w+|UpdatePod`)
+	sequenceArrow  = regexp.MustCompile(`(?m)^\s*(\w+)-[->]+(\w+):`)
+)
+
+// TestSyncLoopDiagrams: in note 10, the arrows into the select carry what arrives on each channel,
+// never the handler it leads to (handlers are on the arrows out), and the sequence diagram of the
+// goroutine hand-offs has the same arrows, in the same order, in both languages.
+func TestSyncLoopDiagrams(t *testing.T) {
+	var sequences [][]string
+	for _, note := range []string{"10-syncloop.md", "zh/10-syncloop.md"} {
+		data, err := os.ReadFile(filepath.FromSlash(note))
+		require.NoError(t, err)
+		var arrows []string
+		into := 0
+		for _, m := range fencedBlock.FindAllStringSubmatch(string(data), -1) {
+			if m[1] != "mermaid" {
+				continue
+			}
+			for _, e := range edgeIntoSelect.FindAllStringSubmatch(m[2], -1) {
+				into++
+				assert.NotRegexp(t, handlerName, e[1], "%s: an arrow into the select names a handler: %s", note, e[0])
+			}
+			if strings.HasPrefix(m[2], "sequenceDiagram") {
+				for _, a := range sequenceArrow.FindAllStringSubmatch(m[2], -1) {
+					arrows = append(arrows, a[1]+"->"+a[2])
+				}
+			}
+		}
+		assert.Equal(t, 6, into, "%s: six channels lead into the select", note)
+		require.NotEmpty(t, arrows, "%s draws the goroutine hand-offs as a sequence diagram", note)
+		assert.Equal(t, "FN->W", arrows[0], "%s: the hand-offs start at fsnotify", note)
+		assert.Contains(t, arrows, "PL->SL", "%s: PLEG wakes the sync loop", note)
+		sequences = append(sequences, arrows)
+	}
+	assert.Equal(t, sequences[0], sequences[1], "the sequence diagram has the same arrows in English and Chinese")
 }
