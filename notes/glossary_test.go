@@ -207,6 +207,10 @@ func TestGlossaryCheckerCatches(t *testing.T) {
 		{"mermaid labels are prose", "```mermaid\nflowchart LR\n  a[\"四个镜像\"] --> b\n```\n", `"镜像" on its own`},
 		{"context on its own", "它把上下文传下去。", `"上下文" on its own`},
 		{"context in its fixed compound", "它支持上下文日志。", ""},
+		{"bare 代理 for an agent", "GPU 导出程序是一个监控代理。", `"代理" on its own`},
+		{"bare 代理 for the node proxy", "请求经过代理到达 kubelet。", `"代理" on its own`},
+		{"agent and node proxy in their fixed terms", "代理程序经节点代理调用 kubelet。", ""},
+		{"the kubelet is no node proxy", "到第 14 步时它已经是节点上的代理程序了。", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
