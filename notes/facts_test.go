@@ -150,12 +150,12 @@ var claims = []claim{
 		name: "startKubelet starts the podresources server with no gate; KubeletPodResources is gone",
 		says: map[string][]string{
 			"drift.md": {
-				"up to v1.27 only under `if utilfeature.DefaultFeatureGate.Enabled(features.KubeletPodResources) {`",
+				"the podresources server started only under `if utilfeature.DefaultFeatureGate.Enabled(features.KubeletPodResources) {`",
 				"v1.37.2 declares no `KubeletPodResources` gate",
 				"with no condition in `startKubelet`",
 			},
 			"zh/drift.md": {
-				"在 v1.27 及以前只在 `if utilfeature.DefaultFeatureGate.Enabled(features.KubeletPodResources) {` 成立时才启动",
+				"podresources 服务器只在 `if utilfeature.DefaultFeatureGate.Enabled(features.KubeletPodResources) {` 成立时才启动",
 				"v1.37.2 中已没有名为 `KubeletPodResources` 的门控",
 				"在 `startKubelet` 中不加任何条件的 [`go k.ListenAndServePodResources(ctx)`]",
 			},
