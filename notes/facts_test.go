@@ -238,6 +238,18 @@ var claims = []claim{
 		holds: all(selectExcerpt("10-syncloop.md"), selectExcerpt("zh/10-syncloop.md")),
 	},
 	{
+		name: "the sync loop backs off from 100 ms, doubling up to 5 s, while the runtime is not healthy",
+		says: map[string][]string{
+			"10-syncloop.md":    {"sleeps with a back-off (100 ms, doubling up to 5 s)"},
+			"zh/10-syncloop.md": {"休眠时间从 100 毫秒起每次翻倍，最长 5 秒"},
+		},
+		holds: func(s *Source) error {
+			return s.InOrder("pkg/kubelet/kubelet.go", "func (kl *Kubelet) syncLoop",
+				"base   = 100 * time.Millisecond", "max    = 5 * time.Second", "factor = 2",
+				"if err := kl.runtimeState.runtimeErrors(); err != nil {", "time.Sleep(duration)")
+		},
+	},
+	{
 		name: "PLEGOnDemandRelist is GA and locked on in v1.37",
 		says: map[string][]string{
 			"10-syncloop.md":    {"`PLEGOnDemandRelist` is GA and locked on in v1.37"},

@@ -73,3 +73,53 @@ func TestTranslations(t *testing.T) {
 		assert.NoError(t, err, "%s translates no English note", zh)
 	}
 }
+
+// journeyWords are the Chinese words of the journey table for the English ones chapter 10
+// prints (its phases and what a goroutine does); the names of goroutines and functions stay.
+var journeyWords = map[string]string{
+	"start": "启动", "add": "添加", "edit": "编辑", "delete": "删除",
+	"creates": "创建", "calls": "调用", "wakes": "唤醒", "runs": "运行", "returns": "返回",
+}
+
+// journeyRows reads the rows of a journey table, after the header that starts with "| # |".
+func journeyRows(t *testing.T, file, section string) (header string, rows [][]string) {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	_, text, found := strings.Cut(string(data), "\n## "+section+"\n")
+	require.True(t, found, "%s has a section %q", file, section)
+	text, _, _ = strings.Cut(text, "\n## ")
+	for _, line := range strings.Split(text, "\n") {
+		switch {
+		case strings.HasPrefix(line, "| # |"):
+			header = line
+		case strings.HasPrefix(line, "| ---"):
+		case strings.HasPrefix(line, "| "):
+			var cells []string
+			for _, c := range strings.Split(strings.Trim(line, "| "), "|") {
+				cells = append(cells, strings.TrimSpace(c))
+			}
+			rows = append(rows, cells)
+		}
+	}
+	require.NotEmpty(t, rows, "%s: the journey table has rows", file)
+	return header, rows
+}
+
+// TestJourneyTableTranslated: the Chinese note's journey table is the English one, row for row,
+// with its header, phases and actions in Chinese and every name unchanged.
+func TestJourneyTableTranslated(t *testing.T) {
+	_, en := journeyRows(t, "10-syncloop.md", "The journey, step by step")
+	header, zh := journeyRows(t, "zh/10-syncloop.md", "旅程，一步一步")
+	assert.Equal(t, "| # | 阶段 | goroutine | 动作 | 对象 | 经由 |", header)
+	require.Len(t, zh, len(en), "the same steps")
+	for i, row := range en {
+		want := slices.Clone(row)
+		for _, c := range []int{1, 3} {
+			w, ok := journeyWords[row[c]]
+			require.True(t, ok, "no Chinese word for %q", row[c])
+			want[c] = w
+		}
+		assert.Equal(t, want, zh[i], "step %s", row[0])
+	}
+}
