@@ -120,3 +120,45 @@ func TestJourneyTableTranslated(t *testing.T) {
 		assert.Equal(t, want, zh[i], "step %s", row[0])
 	}
 }
+
+// englishOnly names, for each top-level part of the repository a Chinese note may link, how
+// zh/README.md names it when it says what is in English only.
+var englishOnly = map[string]string{
+	"chapters":  "`chapters/`",
+	"examples":  "`examples/`",
+	"README.md": "`README.md`",
+	"Makefile":  "`Makefile`",
+}
+
+// TestChineseReadmeSaysWhatIsEnglish: every part of the repository outside notes/ that a Chinese
+// note links is English only, and zh/README.md says so, naming it, in its section on languages.
+func TestChineseReadmeSaysWhatIsEnglish(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("zh", "README.md"))
+	require.NoError(t, err)
+	_, section, found := strings.Cut(string(data), "\n## 语言：哪些页面只有英文\n")
+	require.True(t, found, "zh/README.md has a section on which pages are English only")
+	section, _, _ = strings.Cut(section, "\n## ")
+	notes, err := filepath.Glob(filepath.Join("zh", "*.md"))
+	require.NoError(t, err)
+	linked := map[string]string{}
+	for _, note := range notes {
+		text, err := os.ReadFile(note)
+		require.NoError(t, err)
+		for _, m := range relativeLink.FindAllStringSubmatch(string(text), -1) {
+			target, ok := strings.CutPrefix(m[1]+m[2], "../../")
+			if !ok {
+				continue
+			}
+			top, _, _ := strings.Cut(target, "/")
+			top, _, _ = strings.Cut(top, "#")
+			linked[top] = note
+		}
+	}
+	require.NotEmpty(t, linked, "the Chinese notes link chapters")
+	for top, note := range linked {
+		name, known := englishOnly[top]
+		if assert.True(t, known, "%s links %s, which englishOnly does not name", note, top) {
+			assert.Contains(t, section, name, "zh/README.md does not say that %s is English only (%s links it)", top, note)
+		}
+	}
+}
