@@ -116,3 +116,28 @@ func TestChapterCitationCheckerCatches(t *testing.T) {
 		})
 	}
 }
+
+// stepCitation is one step of chapter 03's table: the lines of run it covers.
+var stepCitation = regexp.MustCompile(`"(cmd/kubelet/app/server\.go)#L(\d+)(?:-L(\d+))? \(`)
+
+// TestNote03CitesTheChapterSteps: for every step of chapter 03's step table, note 03 (both
+// languages) links exactly the range the chapter prints, so a reader comparing the chapter's
+// output with the note sees the same lines.
+func TestNote03CitesTheChapterSteps(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "chapters", "03-run", "steps.go"))
+	require.NoError(t, err)
+	steps := stepCitation.FindAllStringSubmatch(string(data), -1)
+	require.Greater(t, len(steps), 20, "chapter 03's step table cites run step by step")
+	for _, note := range []string{"03-run.md", filepath.Join("zh", "03-run.md")} {
+		text, err := os.ReadFile(note)
+		require.NoError(t, err)
+		for _, m := range steps {
+			rng := "#L" + m[2]
+			if m[3] != "" && m[3] != m[2] {
+				rng += "-L" + m[3]
+			}
+			link := "https://github.com/kubernetes/kubernetes/blob/v1.37.2/" + m[1] + rng + ")"
+			assert.Contains(t, string(text), link, "%s does not cite chapter 03's step %s%s", note, m[1], rng)
+		}
+	}
+}
