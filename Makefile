@@ -15,13 +15,12 @@ GO_LDFLAGS  := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION)
 CHAPTERS    := $(notdir $(wildcard chapters/[0-9][0-9]-*))
 # Packages tested with the race detector: our own concurrent code. Those whose code or tests
 # start the real kubelet (realkubelet, minicluster, and what imports them) are left out: the
-# kubelet's own data races are not ours to fix.
+# kubelet's own data races are not ours to fix. So are those whose tests start a minikube cluster
+# in the lab (what imports labtest) and the workshop's rehearsal: once, in test-unit, is enough.
 REAL        := chapters/04-runkubelet/realkubelet chapters/07-minicluster/minicluster
-# The node's tests boot a whole node (a minute), and the workshop's rehearsal runs the whole
-# workshop on one (minutes): once, in test-unit, is enough.
-NODE_PKG    := chapters/09-node/node
+LABTEST_PKG := chapters/lab/labtest
 REHEARSAL_PKG := examples/workshop/rehearsal
-RACE_PKGS    = $(shell $(GO) list -f '{{.ImportPath}} {{join .Deps " "}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | grep -v -e '$(word 1,$(REAL))' -e '$(word 2,$(REAL))' -e '$(NODE_PKG)' -e '$(REHEARSAL_PKG)' | cut -d' ' -f1)
+RACE_PKGS    = $(shell $(GO) list -f '{{.ImportPath}} {{join .Deps " "}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | grep -v -e '$(word 1,$(REAL))' -e '$(word 2,$(REAL))' -e '$(LABTEST_PKG)' -e '$(REHEARSAL_PKG)' | cut -d' ' -f1)
 TEST_FLAGS  ?=
 K8S         ?=
 BENCH       ?= .
@@ -90,13 +89,13 @@ test-race: ## go test -race on our concurrent code (not the packages that start 
 	$(GO) test -count=1 -race -shuffle=on -timeout $(TIMEOUT) -skip '^TestChapterREADMEs$$' $(TEST_FLAGS) $(RACE_PKGS)
 
 .PHONY: test-node-components
-test-node-components: ## Build chapter 09's node and its minikube command when this machine can run them (root); say why not otherwise.
+test-node-components: ## Build the lab (real minikube, its base image and cache) when this machine can run it (root); say why not otherwise.
 	@if [ "$$(id -u)" = 0 ]; then \
-	  $(MAKE) --no-print-directory node-components minikube; \
+	  $(MAKE) --no-print-directory node-components minikube lab; \
 	elif [ "$${CI:-}" = true ]; then \
-	  echo "CI=true: chapter 09's node tier and the workshop's rehearsal need root (namespaces, cgroups, debootstrap)"; exit 1; \
+	  echo "CI=true: the lab's tier (chapter 09, the client's node tests, the workshop's rehearsal) needs root (a Docker engine in namespaces of its own, debootstrap)"; exit 1; \
 	else \
-	  echo "Skipped: chapter 09's node (its tests and the workshop's rehearsal skip too): it needs root — sudo -E make test runs it."; \
+	  echo "Skipped: the lab (chapter 09, the client's node tests and the workshop's rehearsal skip too): it needs root — sudo -E make test runs it."; \
 	fi
 
 .PHONY: test-readmes
@@ -133,16 +132,20 @@ update-golden: ## Rewrite the sample outputs in the chapter READMEs from real ru
 bench: ## Run the benchmarks (side-by-side comparisons, see the chapter notes).
 	$(GO) test -timeout $(TIMEOUT) -run '^$$' -bench '$(BENCH)' -benchmem ./...
 
-##@ Node
+##@ Lab: real minikube on a real Docker engine, offline
 
-# Chapter 09's node, built from pinned sources into .bin/node: no prebuilt download, no registry.
-# Each target is incremental: the go command relinks only what changed (the build cache), and a
-# progress line shows when there is more than a relink to do. One place for the versions, each
-# with its source; TestMakefileVersions (chapters/09-node/nodeimages) holds them against those
-# sources, so that a bump of go.mod cannot silently leave one behind. `make node-versions` lists them.
+# Chapter 09 and the workshop's rehearsal run real minikube (built from its module) on a real
+# Docker engine (Debian's docker.io) in namespaces of its own: chapters/lab, whose README says
+# what each part is for. What minikube would download — its base image, the Kubernetes binaries,
+# the images kubeadm and minikube ask for — is made here from pinned sources into .bin/node; no
+# registry, no prebuilt download. Each target is incremental: the go command relinks only what
+# changed (the build cache), and a progress line shows when there is more than a relink to do.
+# One place for the versions, each with its source; TestMakefileVersions (chapters/lab/images)
+# holds them against those sources, so that a bump of go.mod cannot silently leave one behind.
+# `make node-versions` lists them.
 NODE            := $(BIN)/node
-# The node's Debian root filesystem (chapter 09 writes it): the shared libraries of the images'
-# cgo-linked binaries and kube-proxy's iptables and nft tools come from there.
+# The base image's Debian root filesystem: the shared libraries of the images' cgo-linked
+# binaries and kube-proxy's iptables and nft come from there too.
 NODE_ROOTFS     ?= $(NODE)/rootfs
 # Every node binary is stripped of its symbol table and DWARF, as kubernetes' and containerd's
 # release builds are (hack/lib/golang.sh, containerd's Makefile): a third smaller, a quicker link.
@@ -162,7 +165,7 @@ ETCD_VERSION    := $(shell $(GO) list -m -f '{{.Version}}' go.etcd.io/etcd/serve
 ETCD_IMAGE_TAG  := $(ETCD_VERSION:v%=%)-0
 # kubeadm's constants.go, CoreDNSVersion (build/dependencies.yaml "coredns-kubeadm").
 COREDNS_VERSION := v1.14.6
-# kubeadm's constants.go, PauseVersion.
+# kubeadm's constants.go, PauseVersion; the pause program is kubernetes' own build/pause/linux/pause.c.
 PAUSE_VERSION   := 3.10.2
 # containerd's RELEASES.md (Kubernetes support): 1.37 is supported by 2.4.0+ and 2.3.0+.
 CONTAINERD_VERSION := v2.4.2
@@ -172,15 +175,34 @@ RUNC_VERSION    := v1.5.2
 CRICTL_VERSION  := v1.36.0
 # kubernetes' build/dependencies.yaml, "cni".
 CNI_VERSION     := v1.9.1
+# minikube's version: the require line of chapters/lab/minikube/go.mod (a module of its own, so
+# that minikube builds with its own dependencies, not the chapters').
+MINIKUBE_MODULE := chapters/lab/minikube
+MINIKUBE_VERSION := $(shell sed -n 's|^require k8s.io/minikube \(v[^ ]*\).*|\1|p' $(MINIKUBE_MODULE)/go.mod)
+# minikube's Makefile, STORAGE_PROVISIONER_TAG: the tag minikube's binary asks for.
+STORAGE_PROVISIONER_VERSION := v5
+# BuildKit's version: the require line of chapters/lab/buildkit/go.mod (a module of its own, as
+# minikube's), the BUILDKIT_VERSION of minikube's deploy/kicbase/Dockerfile at MINIKUBE_VERSION.
+BUILDKIT_MODULE := chapters/lab/buildkit
+BUILDKIT_VERSION := $(shell sed -n 's|^require github.com/moby/buildkit \(v[^ ]*\).*|\1|p' $(BUILDKIT_MODULE)/go.mod)
 # runc's Makefile builds with "seccomp urfave_cli_no_docs libpathrs"; libpathrs is a Rust library
 # that Debian bookworm does not package, and runc works without it (its pure-Go fallback).
 RUNC_TAGS       := seccomp urfave_cli_no_docs
+# minikube's Makefile: the version and the storage-provisioner tag are stamped into the binary,
+# and libvirt (the kvm2 driver) is loaded only when used.
+MINIKUBE_LDFLAGS := $(NODE_STRIP) -X k8s.io/minikube/pkg/version.version=$(MINIKUBE_VERSION) \
+  -X k8s.io/minikube/pkg/version.storageProvisionerVersion=$(STORAGE_PROVISIONER_VERSION)
 
 .PHONY: node-versions
-node-versions: ## Print the node components' versions (one NAME=value a line).
+node-versions: ## Print the lab's component versions (one NAME=value a line).
 	@printf '%s\n' K8S_VERSION=$(K8S_VERSION) ETCD_VERSION=$(ETCD_VERSION) ETCD_IMAGE_TAG=$(ETCD_IMAGE_TAG) \
 	  COREDNS_VERSION=$(COREDNS_VERSION) PAUSE_VERSION=$(PAUSE_VERSION) CONTAINERD_VERSION=$(CONTAINERD_VERSION) \
-	  RUNC_VERSION=$(RUNC_VERSION) CRICTL_VERSION=$(CRICTL_VERSION) CNI_VERSION=$(CNI_VERSION)
+	  RUNC_VERSION=$(RUNC_VERSION) CRICTL_VERSION=$(CRICTL_VERSION) CNI_VERSION=$(CNI_VERSION) \
+	  MINIKUBE_VERSION=$(MINIKUBE_VERSION) STORAGE_PROVISIONER_VERSION=$(STORAGE_PROVISIONER_VERSION) BUILDKIT_VERSION=$(BUILDKIT_VERSION)
+
+.PHONY: minikube
+minikube: ## Build .bin/minikube: real minikube, from module k8s.io/minikube at MINIKUBE_VERSION.
+	@cd $(MINIKUBE_MODULE) && TAGS=libvirt_dlopen LDFLAGS='$(MINIKUBE_LDFLAGS)' $(CURDIR)/.ci/go-progress $(CURDIR)/$(BIN)/minikube k8s.io/minikube/cmd/minikube
 
 .PHONY: node-kubernetes
 node-kubernetes: ## kubeadm, kubelet, kubectl into .bin/node/bin, the control plane and kube-proxy into .bin/node/images (go.mod's kubernetes).
@@ -202,9 +224,10 @@ node-containerd: ## containerd, containerd-shim-runc-v2, ctr into .bin/node/bin.
 	@TAGS=no_btrfs LDFLAGS='$(CONTAINERD_LDFLAGS)' .ci/go-progress $(NODE)/bin/ $(foreach c,containerd containerd-shim-runc-v2 ctr,github.com/containerd/containerd/v2/cmd/$(c)@$(CONTAINERD_VERSION))
 
 .PHONY: node-runc
-node-runc: ## runc into .bin/node/bin (cgo, with seccomp: needs Debian's libseccomp-dev).
+node-runc: ## runc into .bin/node/bin (cgo, with seccomp: needs Debian's libseccomp-dev), and the runc shim beside it.
 	@pkg-config --exists libseccomp || { echo "runc's seccomp support needs libseccomp-dev and pkg-config: apt-get install libseccomp-dev pkg-config"; exit 1; }
 	@CGO_ENABLED=1 TAGS='$(RUNC_TAGS)' LDFLAGS='$(NODE_STRIP)' .ci/go-progress $(NODE)/bin/ github.com/opencontainers/runc@$(RUNC_VERSION)
+	@CGO_ENABLED=0 $(GO) build -ldflags '$(NODE_STRIP)' -o $(NODE)/bin/runcshim ./chapters/lab/runcshim/runc
 
 .PHONY: node-crictl
 node-crictl: ## crictl into .bin/node/bin.
@@ -212,44 +235,61 @@ node-crictl: ## crictl into .bin/node/bin.
 	  .ci/go-progress $(NODE)/bin/ sigs.k8s.io/cri-tools/cmd/crictl@$(CRICTL_VERSION)
 
 .PHONY: node-cni
-node-cni: ## The CNI plugins bridge, host-local, loopback, portmap into .bin/node/cni.
+node-cni: ## The CNI plugins of minikube's bridge configuration into .bin/node/cni.
 	@LDFLAGS='$(NODE_STRIP) -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$(CNI_VERSION)' \
-	  .ci/go-progress $(NODE)/cni/ $(foreach p,main/bridge ipam/host-local main/loopback meta/portmap,github.com/containernetworking/plugins/plugins/$(p)@$(CNI_VERSION))
+	  .ci/go-progress $(NODE)/cni/ $(foreach p,main/bridge ipam/host-local main/loopback meta/portmap meta/firewall,github.com/containernetworking/plugins/plugins/$(p)@$(CNI_VERSION))
 
 .PHONY: node-coredns
 node-coredns: ## coredns into .bin/node/images.
 	@LDFLAGS='$(NODE_STRIP)' .ci/go-progress $(NODE)/images/ github.com/coredns/coredns@$(COREDNS_VERSION)
 
+.PHONY: node-buildkit
+node-buildkit: ## BuildKit's buildkitd and buildctl into .bin/node/bin (minikube image build, with containerd).
+	@cd $(BUILDKIT_MODULE) && CGO_ENABLED=0 LDFLAGS='$(NODE_STRIP) -X github.com/moby/buildkit/version.Version=$(BUILDKIT_VERSION)' \
+	  $(CURDIR)/.ci/go-progress $(CURDIR)/$(NODE)/bin/ $(foreach c,buildkitd buildctl,github.com/moby/buildkit/cmd/$(c))
+
+# kubernetes' build/pause/Makefile: CFLAGS = -Os -Wall -Werror -static -DVERSION=v$(TAG)-$(REV).
+K8S_DIR = $(shell $(GO) list -m -f '{{.Dir}}' k8s.io/kubernetes)
+
 .PHONY: node-pause
-node-pause: ## Our pause program (chapters/09-node/pause), static, into .bin/node/images.
-	@CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(NODE_STRIP) -X main.version=$(PAUSE_VERSION)' -o $(NODE)/images/pause ./chapters/09-node/pause
+node-pause: ## The pause program, from kubernetes' own build/pause/linux/pause.c (static: needs libc6-dev), into .bin/node/images.
+	@mkdir -p $(NODE)/images
+	@gcc -Os -Wall -Werror -static -DVERSION=v$(PAUSE_VERSION)-$(K8S_VERSION) -o $(NODE)/images/pause $(K8S_DIR)/build/pause/linux/pause.c
+
+.PHONY: node-storage-provisioner
+node-storage-provisioner: ## minikube's storage-provisioner (static) into .bin/node/images.
+	@cd $(MINIKUBE_MODULE) && CGO_ENABLED=0 LDFLAGS='$(NODE_STRIP)' $(CURDIR)/.ci/go-progress $(CURDIR)/$(NODE)/images/storage-provisioner k8s.io/minikube/cmd/storage-provisioner
 
 .PHONY: node-binaries
-node-binaries: node-kubernetes node-etcd node-containerd node-runc node-crictl node-cni node-coredns node-pause ## Every binary of the node.
+node-binaries: node-kubernetes node-etcd node-containerd node-runc node-crictl node-cni node-coredns node-buildkit node-pause node-storage-provisioner ## Every binary of the lab.
 
-.PHONY: node-images
-node-images: ## The images kubeadm asks for, as docker archives in .bin/node/image-archives (needs NODE_ROOTFS).
-	@test -d $(NODE_ROOTFS)/usr/sbin || { echo "no root filesystem at $(NODE_ROOTFS): the images take their libraries and kube-proxy's iptables from it (set NODE_ROOTFS=…)"; exit 1; }
-	@$(GO) build -o $(BIN)/buildimages ./chapters/09-node/buildimages
-	@$(BIN)/buildimages --binaries $(NODE)/images --library-root $(NODE_ROOTFS) --out $(NODE)/image-archives \
-	  --kubernetes-version $(K8S_VERSION) --etcd-version $(ETCD_IMAGE_TAG) --coredns-version $(COREDNS_VERSION) --pause-version $(PAUSE_VERSION)
+.PHONY: lab
+lab: ## Build .bin/lab, the lab's command (chapters/lab/cmd/lab).
+	@$(GO) build -o $(BIN)/lab ./chapters/lab/cmd/lab
 
 .PHONY: node-rootfs
-node-rootfs: ## The node's root filesystem in .bin/node/rootfs: Debian bookworm by debootstrap (root; about a minute, once).
-	@$(GO) build -o $(BIN)/09-node ./chapters/09-node
-	@$(BIN)/09-node rootfs --rootfs $(NODE_ROOTFS)
+node-rootfs: lab ## The base image's root file system in .bin/node/rootfs: Debian bookworm by debootstrap (root; a minute or two, once).
+	@$(BIN)/lab rootfs --rootfs $(NODE_ROOTFS)
+
+.PHONY: node-cache
+node-cache: lab ## minikube's cache in .bin/node/minikube-cache: the images kubeadm and minikube ask for, kubeadm, kubelet, kubectl (needs NODE_ROOTFS).
+	@$(BIN)/lab images --binaries $(NODE)/images --library-root $(NODE_ROOTFS) --kubernetes-binaries $(NODE)/bin --cache $(NODE)/minikube-cache \
+	  --kubernetes-version $(K8S_VERSION) --etcd-version $(ETCD_IMAGE_TAG) --coredns-version $(COREDNS_VERSION) --pause-version $(PAUSE_VERSION) \
+	  --storage-provisioner-version $(STORAGE_PROVISIONER_VERSION)
+
+.PHONY: node-base-image
+node-base-image: lab ## The base image minikube runs as its node, .bin/node/kicbase.tar (needs NODE_ROOTFS).
+	@$(BIN)/lab base-image --rootfs $(NODE_ROOTFS) --bin $(NODE)/bin --cni $(NODE)/cni --out $(NODE)/kicbase.tar
 
 .PHONY: node-components
-node-components: node-binaries node-rootfs ## Every binary of the node, its root filesystem, then its images.
-	@$(MAKE) --no-print-directory node-images
+node-components: node-binaries node-rootfs ## Every part of the lab: binaries, root filesystem, then the base image and minikube's cache.
+	@$(MAKE) --no-print-directory node-base-image node-cache
 
-.PHONY: minikube
-minikube: ## Build .bin/minikube, the minikube command for chapter 09's node (next to .bin/node).
-	@$(GO) build -o $(BIN)/minikube ./chapters/09-node/minikube
-
-# Chapter 09 needs its components and root filesystem first.
-run-09-node: node-components
+# Chapter 09 here: its README's two commands, in a lab.
+run-09-node: node-components minikube lab
+	@LDFLAGS='$(GO_LDFLAGS)' .ci/build-progress ./chapters/09-node $(BIN)/09-node
+	@$(BIN)/lab run --serve -- bash -c 'minikube start --driver=docker --container-runtime=containerd --kubernetes-version=$(K8S_VERSION) && $(BIN)/09-node'
 
 .PHONY: node-clean
-node-clean: ## Remove the node's binaries and images (not the root filesystem).
-	rm -rf $(NODE)/bin $(NODE)/cni $(NODE)/images $(NODE)/image-archives $(BIN)/buildimages
+node-clean: ## Remove the lab's binaries, images and minikube's cache (not the root filesystem).
+	rm -rf $(NODE)/bin $(NODE)/cni $(NODE)/images $(NODE)/minikube-cache $(NODE)/kicbase.tar $(NODE)/kicbase.tar.inputs $(BIN)/lab $(BIN)/minikube

@@ -152,15 +152,17 @@ replace (
 }
 
 // chapterOf returns the chapter number of a package of this module under chapters/NN-name, -1
-// for support code, and ok=false for anything else.
+// for support code and the lab's machinery, and ok=false for anything else.
 func chapterOf(pkg string) (n int, ok bool) {
 	const prefix = "github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/"
 	rest, found := strings.CutPrefix(pkg, prefix)
 	if !found {
 		return 0, false
 	}
-	if rest == "support" || strings.HasPrefix(rest, "support/") {
-		return -1, true
+	for _, apart := range []string{"support", "lab"} {
+		if rest == apart || strings.HasPrefix(rest, apart+"/") {
+			return -1, true
+		}
 	}
 	if len(rest) < 3 || rest[2] != '-' {
 		return 0, false
@@ -175,16 +177,14 @@ func chapterOf(pkg string) (n int, ok bool) {
 // reason. The toy kubelet of chapter 05 takes its pods from chapter 06's file source, because in
 // the real kubelet too the pod sources (makePodSourceConfig, in NewMainKubelet) exist before
 // Bootstrap.Run consumes them; chapter 05 teaches the interface, chapter 06 the source behind
-// it, proved equal to the kubelet's. And chapter 08's client is proved on chapter 09's node by
-// a package of tests only (nodee2e): what the client is, it is without chapter 09.
+// it, proved equal to the kubelet's.
 var forwardImports = map[[2]string]string{
 	{"chapters/05-bootstrap/toykubelet", "chapters/06-static-pods/staticpods"}: "the toy's pod source is chapter 06's lesson",
-	{"chapters/08-client/nodee2e", "chapters/09-node/node"}:                    "the client's proof on a kubeadm node; tests only",
 }
 
 // importProblems applies the layout's rule to one package's imports: a chapter builds on
-// earlier chapters and on support code, never on a later chapter (but for forwardImports);
-// support code imports no chapter.
+// earlier chapters, on support code and on the lab, never on a later chapter (but for
+// forwardImports); support code and the lab import no chapter.
 func importProblems(pkg string, imports []string) []string {
 	const module = "github.com/kubelet-walkthrough/kubelet-walkthrough/"
 	from, ok := chapterOf(pkg)
@@ -197,7 +197,7 @@ func importProblems(pkg string, imports []string) []string {
 		switch {
 		case !ok || to == -1:
 		case from == -1:
-			problems = append(problems, fmt.Sprintf("%s is support code but imports chapter %02d (%s)", pkg, to, imp))
+			problems = append(problems, fmt.Sprintf("%s is support code or the lab but imports chapter %02d (%s)", pkg, to, imp))
 		case to > from && forwardImports[[2]string{strings.TrimPrefix(pkg, module), strings.TrimPrefix(imp, module)}] != "":
 		case to > from:
 			problems = append(problems, fmt.Sprintf("%s (chapter %02d) imports the later chapter %02d (%s)", pkg, from, to, imp))
@@ -232,6 +232,8 @@ func TestImportProblems(t *testing.T) {
 		{"earlier chapter and support", m + "chapters/07-minicluster/minicluster", []string{m + "chapters/04-runkubelet/realkubelet", m + "chapters/support/pki", "k8s.io/api/core/v1"}, 0},
 		{"later chapter", m + "chapters/04-runkubelet", []string{m + "chapters/07-minicluster/minicluster"}, 1},
 		{"support imports a chapter", m + "chapters/support/podtable", []string{m + "chapters/08-client/kubeletclient"}, 1},
+		{"the lab imports a chapter", m + "chapters/lab/labtest", []string{m + "chapters/09-node/bootstory"}, 1},
+		{"a chapter's test uses the lab", m + "chapters/08-client/nodee2e", []string{m + "chapters/lab/labtest"}, 0},
 		{"examples may use any chapter", m + "examples/workshop/checks", []string{m + "chapters/08-client/kubeletclient"}, 0},
 	}
 	for _, tt := range tests {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/lab"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/lab/labtest"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/netns"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/tier"
 )
@@ -53,11 +56,16 @@ func TestMain(m *testing.M) {
 type example struct {
 	readme     string
 	background bool
-	command    string // as written: go run ./chapters/NN-name ARGS...
-	chapter    string
+	command    string // as written: go run ./chapters/NN-name ARGS..., or minikube ARGS...
+	chapter    string // the chapter a `go run` builds; "" for minikube
 	arguments  []string
 	samples    []sample
 }
+
+// inLab says whether the example is a command of minikube's: a README that has one runs all its
+// commands in a lab (chapters/lab: real minikube on a real Docker engine), as on a reader's
+// laptop with minikube.
+func (ex example) inLab() bool { return ex.chapter == "" }
 
 // sample is an output block. Most are for every host; a block whose fence says ```text cgroup-v1
 // or ```text cgroup-v2 shows what a host of that kind prints, and is compared on such hosts only
@@ -73,8 +81,8 @@ var fence = regexp.MustCompile("(?ms)^```(sh|text)(?: ([\\w-]+))?\n(.*?)^```\n")
 // hostKinds are the fence tags a sample may carry.
 var hostKinds = map[string]bool{"cgroup-v1": true, "cgroup-v2": true}
 
-// examples finds each ```sh block line holding a `go run ./chapters/...` command and pairs it
-// with the ```text blocks that follow it, up to the next command.
+// examples finds each ```sh block line holding a `go run ./chapters/...` or a `minikube …`
+// command and pairs it with the ```text blocks that follow it, up to the next command.
 func examples(t *testing.T, readme string) []example {
 	data, err := os.ReadFile(readme)
 	require.NoError(t, err)
@@ -96,14 +104,20 @@ func examples(t *testing.T, readme string) []example {
 		switch kind {
 		case "sh":
 			for _, line := range strings.Split(body, "\n") {
-				if !strings.HasPrefix(line, "go run ./chapters/") {
+				var chapter string
+				var arguments []string
+				background := strings.HasSuffix(line, " &")
+				fields := strings.Fields(strings.TrimSuffix(line, " &"))
+				switch {
+				case strings.HasPrefix(line, "go run ./chapters/"):
+					chapter, arguments = strings.TrimPrefix(fields[2], "./chapters/"), fields[3:]
+				case strings.HasPrefix(line, "minikube "):
+					arguments = fields[1:]
+				default:
 					continue
 				}
 				flush()
-				background := strings.HasSuffix(line, " &")
-				fields := strings.Fields(strings.TrimSuffix(line, " &"))
-				ex := &example{readme: readme, command: line, background: background,
-					chapter: strings.TrimPrefix(fields[2], "./chapters/"), arguments: fields[3:]}
+				ex := &example{readme: readme, command: line, background: background, chapter: chapter, arguments: arguments}
 				if background {
 					out = append(out, *ex)
 				} else {
@@ -207,6 +221,8 @@ var normalizers = []normalizer{
 	}},
 	{"age column", ageColumn, func(m string) string { return ageColumn.ReplaceAllString(m, "${1}AGE$5") }},
 	{"echoed Ctrl-C", regexp.MustCompile(`(?m)^\^C$`), replaceWith("")},
+	// minikube names the reader's OS and architecture: "on Debian 12.11 (docker/amd64)", "on Darwin 15.5 (arm64)".
+	{"minikube's host", regexp.MustCompile(`(?m)^(\* minikube v\d+\.\d+\.\d+) on [^()\n]+ \([\w/]+\)$`), func(m string) string { return m[:strings.Index(m, " on ")] + " on HOST" }},
 	{"column padding", regexp.MustCompile(`[ \t]+`), replaceWith(" ")}, // column widths follow the values
 	{"trailing spaces", regexp.MustCompile(`(?m) +$`), replaceWith("")},
 }
@@ -255,12 +271,15 @@ func (s scratch) arguments(args []string) []string {
 
 func (s scratch) output(got string) string { return strings.ReplaceAll(got, string(s)+"/", "/tmp/") }
 
+// commandMaker makes the command that runs a program: exec.CommandContext, or a lab's Command.
+type commandMaker func(ctx context.Context, name string, args ...string) *exec.Cmd
+
 // run executes an example from the repository root. A command that says it serves until
 // Ctrl-C gets SIGINT once it has said so, as a reader would press it.
-func run(t *testing.T, bin string, args []string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+func run(t *testing.T, command commandMaker, bin string, args []string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd := command(ctx, bin, args...)
 	cmd.Dir = ".."
 	cmd.WaitDelay = 10 * time.Second // a descendant holding the output open cannot hang the test
 	var out syncBuffer
@@ -363,22 +382,25 @@ func TestChapterREADMEs(t *testing.T) {
 			if strings.HasPrefix(readme, "07-") || strings.HasPrefix(readme, "08-") {
 				tier.Require(t, "private network", noNetns)
 			}
-			if strings.HasPrefix(readme, "09-") {
-				// The node needs root and its components; the chapter says what is missing.
-				check := exec.Command(b.binary(t, "09-node"), "check")
-				check.Dir = ".."
-				if out, err := check.CombinedOutput(); err != nil {
-					tier.Unavailable(t, "node", fmt.Errorf("%w: %s", err, bytes.TrimSpace(out)))
-				}
-			}
 			exs := examples(t, readme)
 			require.NotEmpty(t, exs, "%s shows no command with its output", readme)
+			command, program, view := commandMaker(exec.CommandContext), func(ex example) string { return b.binary(t, ex.chapter) }, func(s string) string { return s }
+			if slices.ContainsFunc(exs, example.inLab) {
+				l := startLab(t)
+				command, view = l.Command, lab.ReaderView
+				program = func(ex example) string {
+					if ex.inLab() {
+						return "minikube"
+					}
+					return b.binary(t, ex.chapter)
+				}
+			}
 			tmp := scratch(t.TempDir())
 			var replaced []sample
 			var outputs []string
 			for _, ex := range exs {
 				if ex.background {
-					startBackground(t, b.binary(t, ex.chapter), ex, tmp)
+					startBackground(t, program(ex), ex, tmp)
 					continue
 				}
 				t.Run(ex.command, func(t *testing.T) {
@@ -387,8 +409,8 @@ func TestChapterREADMEs(t *testing.T) {
 						t.Skipf("%s shows the output of `%s` for %s hosts; this one is %s (CI runs both kinds)",
 							readme, ex.command, ex.samples[0].host, host)
 					}
-					got, err := run(t, b.binary(t, ex.chapter), tmp.arguments(ex.arguments))
-					got = tmp.output(got)
+					got, err := run(t, command, program(ex), tmp.arguments(ex.arguments))
+					got = view(tmp.output(got))
 					wantFailure := strings.Contains(want.expected, `"command failed"`) || strings.HasPrefix(strings.TrimSpace(want.expected), "error:")
 					if wantFailure {
 						assert.Error(t, err, "the README shows %q failing", ex.command)
@@ -413,6 +435,23 @@ func TestChapterREADMEs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startLab starts a lab for a README's commands, stopped when the README's test is done: it must
+// leave nothing on this machine.
+func startLab(t *testing.T) *lab.Lab {
+	t.Helper()
+	tier.Require(t, labtest.Tier, labtest.Requirements())
+	root, err := labtest.Root()
+	require.NoError(t, err)
+	before := lab.TakeTrace()
+	l, err := lab.Start(context.Background(), labtest.Options(root))
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		require.NoError(t, l.Stop(context.Background()))
+		assert.Empty(t, append(l.Left(), lab.Leftovers(before, lab.TakeTrace())...), "what the README's lab left")
+	})
+	return l
 }
 
 // startBackground starts a README's background command, waits until it says it serves, and
@@ -507,6 +546,10 @@ func TestNormalize(t *testing.T) {
 		"echoed Ctrl-C": {
 			change: "^C", want: "",
 			keep: "press ^C to stop",
+		},
+		"minikube's host": {
+			change: "* minikube v1.38.1 on Debian 12.11 (docker/amd64)\n* minikube v1.38.1 on Darwin 15.5 (arm64)", want: "* minikube v1.38.1 on HOST\n* minikube v1.38.1 on HOST",
+			keep: "* minikube v1.38.1 on the lab's Docker engine? no: a line of prose",
 		},
 		"column padding": {
 			change: "NAME    STATUS", want: "NAME STATUS",

@@ -1,12 +1,13 @@
-// Chapter 09 boots a node the way minikube's Docker driver makes one — systemd as PID 1 of a
-// root file system of its own, containerd, runc and a kubelet unit, in private namespaces of
-// this machine — and runs `kubeadm init` on it with minikube's configuration. Then it shows,
-// from the node's own evidence, the story the kubelet's startup chain ends with: the kubelet
-// starts before any apiserver exists, runs etcd and kube-apiserver from manifest files in real
-// containers, registers with the apiserver it has just started, and mirrors its static pods.
+// Chapter 09 reads, from a real minikube node, the story the kubelet's startup chain ends with:
+// the kubelet starts before any apiserver exists, runs etcd and kube-apiserver from manifest
+// files in real containers, registers with the apiserver it has just started, and mirrors its
+// static pods. The evidence is the node's own — systemd's journal, containerd's records, the
+// apiserver's timestamps — read through `minikube ssh`, from your minikube or from the lab's
+// (chapters/lab: real minikube on a real Docker engine, offline).
 //
-// Run it (as root; `make run-09-node` builds the components first):
+// Run it, with a minikube profile running:
 //
+//	minikube start --driver=docker --container-runtime=containerd --kubernetes-version=v1.37.2
 //	go run ./chapters/09-node
 package main
 

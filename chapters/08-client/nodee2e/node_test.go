@@ -57,7 +57,7 @@ func TestDiscovery(t *testing.T) {
 	assert.Contains(t, n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeHostName, Address: nodeName})
 	assert.EqualValues(t, 10250, n.Status.DaemonEndpoints.KubeletEndpoint.Port)
 
-	r := f.clientBeside(t, "doctor", "--node", nodeName, "-o", "json")
+	r := f.client(t, "doctor", "--node", nodeName, "-o", "json")
 	checks := decodeChecks(t, r)
 	assert.Equal(t, kubeletclient.Check{Node: nodeName, Name: kubeletclient.CheckDiscovery, Verdict: kubeletclient.OK,
 		Detail: "192.168.49.2:10250 (InternalIP; port from daemonEndpoints)"}, checks[0])
@@ -117,7 +117,7 @@ func TestTLS(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := f.clientBeside(t, append([]string{"--node", nodeName}, tt.args...)...)
+			r := f.client(t, append([]string{"--node", nodeName}, tt.args...)...)
 			assert.Equal(t, tt.code, r.code, "%s", r)
 			for _, s := range tt.stderr {
 				assert.Contains(t, r.stderr, s)
@@ -136,7 +136,7 @@ func TestTLS(t *testing.T) {
 func TestTokenAndRBAC(t *testing.T) {
 	f := nodeFixture(t)
 	beside := func(args ...string) result {
-		return f.clientBeside(t, append([]string{"--node", nodeName, "--via=kubelet", "--kubelet-ca-file", f.kubeletCert, "--kubelet-tls-server-name=Hostname"}, args...)...)
+		return f.client(t, append([]string{"--node", nodeName, "--via=kubelet", "--kubelet-ca-file", f.kubeletCert, "--kubelet-tls-server-name=Hostname"}, args...)...)
 	}
 
 	// The ServiceAccount, without its role: a token can be minted, and the kubelet refuses it.
@@ -229,7 +229,7 @@ func TestProxy(t *testing.T) {
 	}
 
 	t.Run("auto: the kubelet unreachable, the proxy asked instead, and said so", func(t *testing.T) {
-		r := f.clientBeside(t, "--node", nodeName, "--kubelet-port=1", "--auth=kubeconfig", "-o", "name")
+		r := f.client(t, "--node", nodeName, "--kubelet-port=1", "--auth=kubeconfig", "-o", "name")
 		assert.Equal(t, 0, r.code, "%s", r)
 		assert.Contains(t, r.stdout, "pod/kube-apiserver-minikube")
 		assert.Contains(t, r.stderr, `note: the kubelet of minikube could not be reached (connection refused: Get "https://192.168.49.2:1/pods": dial tcp 192.168.49.2:1: connect: connection refused); fetched through the apiserver's node proxy instead.`)
@@ -287,7 +287,7 @@ func TestDoctor(t *testing.T) {
 	f := nodeFixture(t)
 	f.applyRBAC(t)
 
-	r := f.clientBeside(t, "doctor", "--node", nodeName)
+	r := f.client(t, "doctor", "--node", nodeName)
 	assert.Equal(t, 1, r.code, "%s", r)
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	require.Len(t, lines, 7, "a header and six checks:\n%s", r.stdout)
@@ -313,7 +313,7 @@ func TestDoctor(t *testing.T) {
 	readmeShows(t, fix)
 
 	t.Run("-o json: the same checks, for a program", func(t *testing.T) {
-		r := f.clientBeside(t, "doctor", "--node", nodeName, "-o", "json")
+		r := f.client(t, "doctor", "--node", nodeName, "-o", "json")
 		assert.Equal(t, 1, r.code, "%s", r)
 		checks := decodeChecks(t, r)
 		var verdicts []kubeletclient.Verdict
@@ -326,14 +326,14 @@ func TestDoctor(t *testing.T) {
 	})
 
 	// Its first fix alone is half of it: the certificate names the host, but is self-signed.
-	r = f.clientBeside(t, "doctor", "--node", nodeName, "--kubelet-tls-server-name=Hostname")
+	r = f.client(t, "doctor", "--node", nodeName, "--kubelet-tls-server-name=Hostname")
 	assert.Equal(t, 1, r.code, "%s", r)
 	assert.Regexp(t, `(?m)^minikube +discovery +ok +192\.168\.49\.2:10250 \(InternalIP; port from daemonEndpoints\); certificate checked for minikube$`, r.stdout)
 	assert.Regexp(t, `(?m)^minikube +tls +FAIL +SANs \[minikube\], issuer "minikube-ca@\d+", .*x509: certificate signed by unknown authority$`, r.stdout)
 	assert.Contains(t, r.stderr, "fix (minikube, tls): self-signed by the kubelet (no serverTLSBootstrap): have the cluster CA sign it (serverTLSBootstrap: true, then kubectl certificate approve), or trust this certificate with --kubelet-ca-file")
 
 	// The second: every check passes.
-	r = f.clientBeside(t, "doctor", "--node", nodeName, "--kubelet-tls-server-name=Hostname", "--kubelet-ca-file", f.kubeletCert)
+	r = f.client(t, "doctor", "--node", nodeName, "--kubelet-tls-server-name=Hostname", "--kubelet-ca-file", f.kubeletCert)
 	assert.Equal(t, 0, r.code, "%s", r)
 	assert.Regexp(t, `(?m)^minikube +tls +ok +SANs \[minikube\], issuer "minikube-ca@\d+", .*; trusted for minikube$`, r.stdout)
 	assert.Regexp(t, `(?m)^minikube +fetch +ok +\d+ pods from https://192\.168\.49\.2:10250/pods over HTTP/1\.1$`, r.stdout)
@@ -372,7 +372,7 @@ func TestTableAgreesWithKubectl(t *testing.T) {
 	}
 	var ours, theirs map[string]string
 	require.Eventually(t, func() bool {
-		r := f.clientBeside(t, "--node", nodeName, "--via=kubelet", "--kubelet-ca-file", f.kubeletCert, "--kubelet-tls-server-name=Hostname")
+		r := f.client(t, "--node", nodeName, "--via=kubelet", "--kubelet-ca-file", f.kubeletCert, "--kubelet-tls-server-name=Hostname")
 		if r.code != 0 {
 			return false
 		}
@@ -412,7 +412,7 @@ func TestServingCertificateFromTheClusterCA(t *testing.T) {
 			f.kubectl(t, "delete", "csr", csr)
 		}
 		require.Eventually(t, func() bool {
-			r := f.clientBeside(t, "doctor", "--node", nodeName, "-o", "json")
+			r := f.client(t, "doctor", "--node", nodeName, "-o", "json")
 			return r.code != 0 && strings.Contains(r.stdout, `issuer \"minikube-ca@`)
 		}, time.Minute, time.Second, "the kubelet serves its self-signed certificate again")
 		require.EventuallyWithT(t, func(c *assert.CollectT) {
@@ -443,7 +443,7 @@ func TestServingCertificateFromTheClusterCA(t *testing.T) {
 	// (Eventually: the kubelet may ask for it before it listens.)
 	var r result
 	require.Eventually(t, func() bool {
-		r = f.clientBeside(t, "--node", nodeName, "--via=kubelet")
+		r = f.client(t, "--node", nodeName, "--via=kubelet")
 		return r.code == 1 && strings.Contains(r.stderr, "remote error: tls: internal error")
 	}, 30*time.Second, 500*time.Millisecond, "no serving certificate yet: the kubelet fails every handshake\n%s", r)
 	// The error says why, and names the CSR to approve: the one the kubelet asked for.
@@ -456,7 +456,7 @@ func TestServingCertificateFromTheClusterCA(t *testing.T) {
 
 	// doctor, the same: the handshake refused, not "a port that does not speak TLS", and the
 	// CSR to approve — whose command, run as doctor gives it, is the fix.
-	r = f.clientBeside(t, "doctor", "--node", nodeName)
+	r = f.client(t, "doctor", "--node", nodeName)
 	assert.Equal(t, 1, r.code, "%s", r)
 	tlsLine := regexp.MustCompile(`(?m)^minikube +tls +FAIL +handshake: remote error: tls: internal error; pending serving CSRs: (\S+) \(kubectl certificate approve (\S+)\)$`).FindStringSubmatch(r.stdout)
 	require.NotNil(t, tlsLine, "%s", r)
@@ -471,12 +471,12 @@ func TestServingCertificateFromTheClusterCA(t *testing.T) {
 
 	f.kubectl(t, strings.Fields(approve[1])...)
 	require.Eventually(t, func() bool {
-		r = f.clientBeside(t, "--node", nodeName, "--via=kubelet")
+		r = f.client(t, "--node", nodeName, "--via=kubelet")
 		return r.code == 0
 	}, time.Minute, time.Second, "%s", r)
 	assert.Contains(t, r.stdout, "kube-apiserver-minikube")
 
-	r = f.clientBeside(t, "doctor", "--node", nodeName)
+	r = f.client(t, "doctor", "--node", nodeName)
 	assert.Equal(t, 0, r.code, "%s", r)
 	assert.Regexp(t, `(?m)^minikube +tls +ok +SANs \[minikube 192\.168\.49\.2\], issuer "kubernetes", expires \S+; no pending serving CSR; trusted for 192\.168\.49\.2$`, r.stdout)
 }

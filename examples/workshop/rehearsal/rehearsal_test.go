@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,8 +22,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/09-node/node"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/netns"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/lab"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/lab/labtest"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/tier"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/examples/workshop/checks"
 )
@@ -32,41 +33,93 @@ var (
 	from       = flag.Int("from", 1, "for working on one exercise: skip the exercises before this one (those after it may depend on them)")
 )
 
-// noNetns says why no private network namespace could be made; nil when the tests run in one.
-var noNetns error
+// inLab marks the test process that runs inside the lab.
+const inLab = "WALKTHROUGH_REHEARSAL_IN_LAB"
 
-// TestMain runs the rehearsal inside a private network namespace: there, as on a Mac with
-// minikube's docker driver, the node's address 192.168.49.2 leads nowhere from the "laptop" —
-// only the apiserver, relayed to 127.0.0.1, and `minikube ssh` reach the node — and every packet
-// stays on networks the test made (the node's own namespace is made by its launcher). The
-// modules are downloaded first, outside: the namespace has no route to the module proxy.
+// noLab says why the rehearsal cannot run in a lab here; nil when it runs in one.
+var noLab error
+
+// TestMain runs the rehearsal inside a lab (chapters/lab): real minikube on a real Docker engine in
+// namespaces of their own, the test process itself on the engine's network — a Linux laptop with
+// minikube's docker driver, where the node's address answers — with the lab's environment, which
+// every command inherits. The modules are downloaded first, outside: the lab has no route to the
+// module proxy. When the lab stops, nothing of it may be left on this machine. Tests that do not
+// need the lab (not the rehearsal) run outside it.
 func TestMain(m *testing.M) {
 	flag.Parse()
-	if _, inside := netns.Inside(); !inside {
-		if out, err := exec.Command("go", "mod", "download").CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "go mod download: %v\n%s", err, out)
-			os.Exit(1)
+	if os.Getenv(inLab) != "" || !rehearsing() {
+		os.Exit(m.Run())
+	}
+	if noLab = labtest.Requirements(); noLab != nil {
+		os.Exit(m.Run()) // the rehearsal says why it cannot run
+	}
+	if out, err := exec.Command("go", "mod", "download").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go mod download: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	os.Exit(runInLab())
+}
+
+// rehearsing says whether this run's -test.run and -test.skip select TestRehearseWorkshop.
+func rehearsing() bool {
+	matches := func(flagName string) bool {
+		f := flag.Lookup(flagName)
+		if f == nil || f.Value.String() == "" {
+			return flagName == "test.run"
+		}
+		ok, _ := regexp.MatchString(strings.Split(f.Value.String(), "/")[0], "TestRehearseWorkshop")
+		return ok
+	}
+	return matches("test.run") && !matches("test.skip")
+}
+
+// runInLab starts a lab, runs this test binary again inside it, stops the lab, and returns the
+// tests' exit code — 1 if the lab left anything behind.
+func runInLab() int {
+	root, err := labtest.Root()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	before := lab.TakeTrace()
+	opts := labtest.Options(root)
+	opts.Log = os.Stderr
+	l, err := lab.Start(context.Background(), opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "the rehearsal's lab:", err)
+		return 1
+	}
+	cmd := l.Command(context.Background(), os.Args[0], os.Args[1:]...)
+	cmd.Env = append(cmd.Env, inLab+"=1")
+	cmd.Dir = ""
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	code := 0
+	if err := cmd.Run(); err != nil {
+		code = 1
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			code = exit.ExitCode()
 		}
 	}
-	if ran, code, err := netns.RunInside(); ran {
-		os.Exit(code)
-	} else if err != nil {
-		noNetns = err
+	if err := l.Stop(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the rehearsal's lab:", err)
+		code = 1
 	}
-	os.Exit(m.Run())
+	if left := append(l.Left(), lab.Leftovers(before, lab.TakeTrace())...); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "the rehearsal's lab left on this machine:\n  %s\n", strings.Join(left, "\n  "))
+		code = 1
+	}
+	return code
 }
 
 // requirements says what this machine lacks to rehearse (nil: nothing).
-func requirements(absRoot string) error {
+func requirements() error {
 	var missing []error
-	if noNetns != nil {
-		missing = append(missing, fmt.Errorf("a private network namespace: %w", noNetns))
-	}
-	if err := node.Requirements(node.Options{Components: filepath.Join(absRoot, ".bin", "node"), Rootfs: filepath.Join(absRoot, ".bin", "node", "rootfs")}); err != nil {
-		missing = append(missing, err)
-	}
-	if _, err := os.Stat(filepath.Join(absRoot, ".bin", "minikube")); err != nil {
-		missing = append(missing, errors.New(".bin/minikube (make minikube)"))
+	if os.Getenv(inLab) == "" {
+		if noLab == nil {
+			noLab = labtest.Requirements()
+		}
+		missing = append(missing, fmt.Errorf("the lab: %w", noLab))
 	}
 	for _, tool := range []string{"bash", "make", "jq", "go"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -89,30 +142,32 @@ type rehearsal struct {
 	extraEnv []string
 }
 
-// newRehearsal makes the attendee's environment: the repository's minikube and the node's kubectl
-// first on PATH (and nothing else of the node's: no crictl or kubelet on the "laptop"), go, a home
-// of its own, MINIKUBE_HOME and KUBECONFIG in it. The Go caches stay the machine's, so that the
-// builds of the day are links, as after INSTRUCTOR.md's "Before the day".
+// newRehearsal makes the attendee's environment, inside the lab: the lab's minikube and kubectl
+// first on PATH (nothing of the node's: no crictl or kubelet on the "laptop"), go, a home of its
+// own, and the lab's settings — minikube's home and cache, KUBECONFIG, the Docker engine, the
+// offline MINIKUBE_* settings. The Go caches stay the machine's, so that the builds of the day
+// are links, as after INSTRUCTOR.md's "Before the day".
 func newRehearsal(t *testing.T, absRoot string) *rehearsal {
 	home := t.TempDir()
-	bin := filepath.Join(home, "bin")
-	require.NoError(t, os.MkdirAll(bin, 0o755))
-	require.NoError(t, os.Symlink(filepath.Join(absRoot, ".bin", "minikube"), filepath.Join(bin, "minikube")))
-	require.NoError(t, os.Symlink(filepath.Join(absRoot, ".bin", "node", "bin", "kubectl"), filepath.Join(bin, "kubectl")))
+	labBin := filepath.SplitList(os.Getenv("PATH"))[0] // the lab's: minikube, kubectl
 	goBin, err := exec.LookPath("go")
 	require.NoError(t, err)
 	out, err := exec.Command(goBin, "env", "-json", "GOCACHE", "GOMODCACHE", "GOPATH", "GOROOT").Output()
 	require.NoError(t, err)
 	var goEnv map[string]string
 	require.NoError(t, json.Unmarshal(out, &goEnv))
-	r := &rehearsal{t: t, root: absRoot, home: home, kubeconfig: filepath.Join(home, ".kube", "config")}
+	r := &rehearsal{t: t, root: absRoot, home: home, kubeconfig: os.Getenv("KUBECONFIG")}
 	r.env = []string{
 		"HOME=" + home, "USER=root", "LOGNAME=root", "SHELL=/bin/bash", "TERM=dumb", "LANG=C.UTF-8",
-		"PATH=" + strings.Join([]string{bin, filepath.Join(goEnv["GOROOT"], "bin"), "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}, ":"),
-		"KUBECONFIG=" + r.kubeconfig, "MINIKUBE_HOME=" + filepath.Join(home, ".minikube"),
+		"PATH=" + strings.Join([]string{labBin, filepath.Join(goEnv["GOROOT"], "bin"), "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}, ":"),
 		"GOCACHE=" + goEnv["GOCACHE"], "GOMODCACHE=" + goEnv["GOMODCACHE"], "GOPATH=" + goEnv["GOPATH"],
 		"GOPROXY=off", "GOTOOLCHAIN=local", "GOFLAGS=" + os.Getenv("GOFLAGS"),
-		"WALKTHROUGH_NODE_COMPONENTS=" + filepath.Join(absRoot, ".bin", "node"),
+	}
+	for _, kv := range os.Environ() {
+		key, _, _ := strings.Cut(kv, "=")
+		if key == "KUBECONFIG" || key == "TMPDIR" || strings.HasPrefix(key, "MINIKUBE_") || strings.HasPrefix(key, "DOCKER_") {
+			r.env = append(r.env, kv)
+		}
 	}
 	return r
 }
@@ -192,7 +247,8 @@ loop:
 	}
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // anything it left behind in its group
 	took := time.Since(start)
-	res := run{cmd: c, out: out.String(), failed: err != nil && !interrupted}
+	// What minikube prints only because of the lab's settings is not what an attendee sees.
+	res := run{cmd: c, out: lab.ReaderView(out.String()), failed: err != nil && !interrupted}
 	if *showOutput {
 		t.Logf("%s $ %s  (%.1fs)\n%s", where, c.Text, took.Seconds(), strings.Join(Lines(res.out), "\n"))
 	} else {
@@ -306,19 +362,9 @@ func keepAnswers(t *testing.T, absRoot string) {
 func TestRehearseWorkshop(t *testing.T) {
 	absRoot, err := filepath.Abs(root)
 	require.NoError(t, err)
-	tier.Require(t, "rehearsal", requirements(absRoot))
+	tier.Require(t, "rehearsal", requirements())
 	keepAnswers(t, absRoot)
 	r := newRehearsal(t, absRoot)
-	t.Cleanup(func() {
-		// Whatever happened, the node goes, as after the workshop.
-		if _, err := os.Stat(filepath.Join(r.home, ".minikube", "machines", "minikube")); err == nil {
-			cmd := exec.Command(filepath.Join(r.home, "bin", "minikube"), "delete")
-			cmd.Env, cmd.Dir = r.env, r.root
-			out, err := cmd.CombinedOutput()
-			t.Logf("cleanup: minikube delete: %v\n%s", err, out)
-		}
-	})
-
 	read := func(file string) []Block {
 		bs, err := ReadBlocks(r.root, file)
 		require.NoError(t, err)
@@ -409,17 +455,14 @@ func TestRehearseWorkshop(t *testing.T) {
 	t.Logf("the whole rehearsal: %s\n%s", time.Since(start).Round(time.Second), report.String())
 }
 
-// nodeLogs are the last lines of the node's own logs (its launcher's and its first process's),
-// for a failure that happened under minikube.
+// nodeLogs are the last lines of the node's kubelet's journal, for a failure that happened under
+// minikube.
 func (r *rehearsal) nodeLogs() string {
-	var b strings.Builder
-	for _, f := range []string{"launcher.log", "init.log"} {
-		data, err := os.ReadFile(filepath.Join(r.home, ".minikube", "machines", "minikube", f))
-		if err != nil || len(bytes.TrimSpace(data)) == 0 {
-			continue
-		}
-		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-		fmt.Fprintf(&b, "\nthe node's %s:\n  %s", f, strings.Join(lines[max(0, len(lines)-15):], "\n  "))
+	cmd := exec.Command("minikube", "ssh", "--", "sudo", "journalctl", "--unit", "kubelet", "--lines", "15", "--no-pager")
+	cmd.Env, cmd.Dir = r.env, r.root
+	out, err := cmd.Output()
+	if err != nil || len(bytes.TrimSpace(out)) == 0 {
+		return ""
 	}
-	return b.String()
+	return "\nthe node's kubelet's journal:\n  " + strings.Join(strings.Split(strings.TrimSpace(string(out)), "\n"), "\n  ")
 }

@@ -1,0 +1,16 @@
+// The lab's command: it makes what real minikube needs here offline (`rootfs`, `images`,
+// `base-image`: make node-components runs them) and runs commands in a lab (`run`: a Docker
+// engine of its own, minikube's home and cache, its environment). See chapters/lab/README.md.
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/lab"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/program"
+)
+
+func main() {
+	os.Exit(program.Run(lab.NewCommand(context.Background())))
+}

@@ -1,0 +1,227 @@
+package images
+
+import (
+	"bytes"
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeApt serves apt's configuration files from a map, as DebianMirror reads them: readFile
+// fails for a file that is not there, and glob returns its matches in reverse order, so that
+// only DebianMirror's own sorting puts them in order.
+type fakeApt map[string]string
+
+func (a fakeApt) readFile(name string) ([]byte, error) {
+	content, ok := a[name]
+	if !ok {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	return []byte(content), nil
+}
+
+func (a fakeApt) glob(pattern string) ([]string, error) {
+	var matches []string
+	for name := range a {
+		ok, err := filepath.Match(pattern, name)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			matches = append(matches, name)
+		}
+	}
+	slices.Sort(matches)
+	slices.Reverse(matches)
+	return matches, nil
+}
+
+// listDir is the path of a file of apt's sources.list.d.
+func listDir(name string) string { return "/etc/apt/sources.list.d/" + name }
+
+func testdata(t *testing.T, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	require.NoError(t, err)
+	return string(data)
+}
+
+func TestDebianMirror(t *testing.T) {
+	const list = "/etc/apt/sources.list"
+	tests := []struct {
+		name  string
+		files fakeApt
+		want  string
+	}{
+		{"Debian's one-line sources.list", fakeApt{list: "" +
+			"deb http://deb.debian.org/debian bookworm main\n" +
+			"deb http://deb.debian.org/debian bookworm-updates main\n" +
+			"deb http://security.debian.org/debian-security bookworm-security main\n",
+		}, "http://deb.debian.org/debian"},
+		{"deb822 debian.sources, as this machine has it", fakeApt{
+			listDir("debian.sources"): testdata(t, "apt/debian.sources"),
+		}, "http://deb.debian.org/debian"},
+		{"deb822 with the security archive first", fakeApt{listDir("debian.sources"): "" +
+			"Types: deb\nURIs: http://security.debian.org/debian-security\nSuites: bookworm-security\nComponents: main\n\n" +
+			"Types: deb\nURIs: http://mirror.example/debian\nSuites: trixie trixie-updates\nComponents: main\n",
+		}, "http://mirror.example/debian"},
+		{"deb822 source packages only", fakeApt{listDir("debian.sources"): "" +
+			"Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: bookworm\nComponents: main\n",
+		}, ""},
+		{"options in brackets", fakeApt{list: "" +
+			"deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://x/debian bookworm main\n",
+		}, "http://x/debian"},
+		{"several options in brackets", fakeApt{list: "" +
+			"deb [ arch=amd64 signed-by=/usr/share/keyrings/debian-archive-keyring.gpg ] http://x/debian bookworm main\n",
+		}, "http://x/debian"},
+		{"a trailing slash trimmed", fakeApt{list: "deb http://mirror.example/debian/ bookworm main\n"}, "http://mirror.example/debian"},
+		{"a trailing slash trimmed in deb822", fakeApt{listDir("debian.sources"): "" +
+			"Types: deb\nURIs: http://mirror.example/debian/\nSuites: bookworm\nComponents: main\n",
+		}, "http://mirror.example/debian"},
+		{"Ubuntu's one-line sources.list (jammy)", fakeApt{list: "" +
+			"deb http://archive.ubuntu.com/ubuntu/ jammy main restricted\n" +
+			"deb http://archive.ubuntu.com/ubuntu/ jammy-updates main restricted\n" +
+			"deb http://security.ubuntu.com/ubuntu/ jammy-security main restricted\n",
+		}, ""},
+		{"Ubuntu's deb822 ubuntu.sources (noble)", fakeApt{
+			list:                      "# Ubuntu sources have moved to /etc/apt/sources.list.d/ubuntu.sources\n",
+			listDir("ubuntu.sources"): testdata(t, "apt/ubuntu.sources"),
+		}, ""},
+		{"comments ignored", fakeApt{list: "" +
+			"# deb http://commented.example/debian bookworm main\n" +
+			"#deb http://commented-too.example/debian bookworm main\n" +
+			"deb-src http://source.example/debian bookworm main\n" +
+			"deb http://deb.debian.org/debian bookworm main\n",
+		}, "http://deb.debian.org/debian"},
+		{"comments ignored in deb822", fakeApt{listDir("debian.sources"): "" +
+			"# URIs: http://commented.example/debian\n" +
+			"Types: deb\n# URIs: http://commented-too.example/debian\nURIs: http://deb.debian.org/debian\nSuites: bookworm\nComponents: main\n",
+		}, "http://deb.debian.org/debian"},
+		{"sources.list before sources.list.d", fakeApt{
+			list:                 "deb http://first.example/debian bookworm main\n",
+			listDir("a.list"):    "deb http://second.example/debian bookworm main\n",
+			listDir("a.sources"): "Types: deb\nURIs: http://third.example/debian\nSuites: bookworm\n",
+		}, "http://first.example/debian"},
+		{".list files before .sources files", fakeApt{
+			listDir("a.sources"): "Types: deb\nURIs: http://sources.example/debian\nSuites: bookworm\n",
+			listDir("z.list"):    "deb http://list.example/debian bookworm main\n",
+		}, "http://list.example/debian"},
+		{".list files in sorted order", fakeApt{
+			listDir("b.list"): "deb http://b.example/debian bookworm main\n",
+			listDir("a.list"): "deb http://a.example/debian bookworm main\n",
+		}, "http://a.example/debian"},
+		{".sources files in sorted order", fakeApt{
+			listDir("b.sources"): "Types: deb\nURIs: http://b.example/debian\nSuites: bookworm\n",
+			listDir("a.sources"): "Types: deb\nURIs: http://a.example/debian\nSuites: bookworm\n",
+		}, "http://a.example/debian"},
+		{"a file without a Debian suite passes to the next", fakeApt{
+			list:                      "deb http://archive.ubuntu.com/ubuntu jammy main\n",
+			listDir("debian.sources"): testdata(t, "apt/debian.sources"),
+		}, "http://deb.debian.org/debian"},
+		{"files that are not apt sources are not read", fakeApt{
+			listDir("debian.list.disabled"): "deb http://disabled.example/debian bookworm main\n",
+			listDir("debian.sources.bak"):   "Types: deb\nURIs: http://backup.example/debian\nSuites: bookworm\n",
+		}, ""},
+		{"nothing readable", fakeApt{}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, DebianMirror(tt.files.readFile, tt.files.glob))
+		})
+	}
+}
+
+// TestDebianMirrorReadOrder: the files DebianMirror reads, in the order it reads them.
+func TestDebianMirrorReadOrder(t *testing.T) {
+	files := fakeApt{listDir("a.list"): "", listDir("b.sources"): ""}
+	var read []string
+	readFile := func(name string) ([]byte, error) {
+		read = append(read, name)
+		return files.readFile(name)
+	}
+	assert.Empty(t, DebianMirror(readFile, files.glob))
+	assert.Equal(t, []string{"/etc/apt/sources.list", listDir("a.list"), listDir("b.sources")}, read,
+		"sources.list, then sources.list.d's *.list, then its *.sources")
+
+	failing := func(string) ([]string, error) { return nil, fs.ErrPermission }
+	read = nil
+	assert.Empty(t, DebianMirror(readFile, failing), "a directory that cannot be listed has nothing")
+	assert.Equal(t, []string{"/etc/apt/sources.list"}, read)
+}
+
+func TestRootfsReady(t *testing.T) {
+	tests := []struct {
+		name   string
+		marker func() []byte // nil: no marker
+		ready  bool
+	}{
+		{"made with today's recipe", func() []byte { return []byte(rootfsRecipe()) }, true},
+		{"no marker: debootstrap did not finish", nil, false},
+		{"an empty marker", func() []byte { return nil }, false},
+		{"made for another suite", func() []byte {
+			return []byte(strings.Replace(rootfsRecipe(), Suite+"\n", "trixie\n", 1))
+		}, false},
+		{"made before a change to the root file system", func() []byte {
+			return []byte(strings.TrimSuffix(rootfsRecipe(), rootfsChanges[len(rootfsChanges)-1]+"\n"))
+		}, false},
+		{"made with one package fewer", func() []byte {
+			return []byte(strings.Replace(rootfsRecipe(), ","+rootfsPackages[len(rootfsPackages)-1], "", 1))
+		}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tt.marker != nil {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, rootfsDone), tt.marker(), 0o644))
+			}
+			assert.Equal(t, tt.ready, RootfsReady(dir))
+		})
+	}
+}
+
+// TestRootfsRecipe proves the recipe changes with each of its parts, so that a root file system
+// made before a change is made again.
+func TestRootfsRecipe(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func()
+	}{
+		{"a package added", func() { rootfsPackages = append(slices.Clip(rootfsPackages), "strace") }},
+		{"a change added", func() { rootfsChanges = append(slices.Clip(rootfsChanges), "touch /etc/lab") }},
+		{"a change edited", func() {
+			rootfsChanges = slices.Clone(rootfsChanges)
+			rootfsChanges[0] += " # edited"
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			packages, changes := rootfsPackages, rootfsChanges
+			t.Cleanup(func() { rootfsPackages, rootfsChanges = packages, changes })
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, rootfsDone), []byte(rootfsRecipe()), 0o644))
+			require.True(t, RootfsReady(dir))
+			tt.change()
+			assert.False(t, RootfsReady(dir), "a root file system made before: not ready")
+		})
+	}
+}
+
+// TestMakeRootfsLeavesAReadyRootfs: a root file system made with today's recipe is left as it
+// is, without debootstrap or root.
+func TestMakeRootfsLeavesAReadyRootfs(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, rootfsDone), []byte(rootfsRecipe()), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "kept"), []byte("kept\n"), 0o644))
+	var log bytes.Buffer
+	require.NoError(t, MakeRootfs(context.Background(), dir, "", &log))
+	assert.Empty(t, log.String())
+	assert.FileExists(t, filepath.Join(dir, "kept"))
+	assert.True(t, RootfsReady(dir))
+}
