@@ -57,7 +57,11 @@ check: ## Check a workshop exercise against your current cluster: make check EX=
 ##@ Test
 
 .PHONY: test
-test: verify verify-notes test-node-components test-unit test-race test-rehearsal test-readmes ## Everything CI checks (.ci/run calls this).
+test: prerequisites verify verify-notes test-node-components test-unit test-race test-rehearsal test-readmes ## Everything CI checks (.ci/run calls this).
+
+.PHONY: prerequisites
+prerequisites: ## Check this machine has what make test needs, before building anything (.ci/prerequisites).
+	@.ci/prerequisites
 
 # A cold build of a kubelet chapter takes minutes on 2 cores, and some tests build chapters.
 TIMEOUT     ?= 45m
