@@ -181,6 +181,13 @@ func (l *Lab) prepareHome() error {
 		"DOCKER_HOST=unix://" + filepath.Join(l.Dir, "docker", "docker.sock"),
 		"MINIKUBE_HOME=" + filepath.Join(l.Dir, "minikube"),
 	}
+	// HOME is the lab's, so that minikube and kubectl write nothing into this user's; Go's caches
+	// stay this user's, so that a `go build` in the lab is a link, not a download.
+	if out, err := exec.Command("go", "env", "GOPATH", "GOCACHE", "GOMODCACHE").Output(); err == nil {
+		if values := strings.Split(strings.TrimSpace(string(out)), "\n"); len(values) == 3 {
+			l.env = append(l.env, "GOPATH="+values[0], "GOCACHE="+values[1], "GOMODCACHE="+values[2])
+		}
+	}
 	l.env = append(l.env, OfflineSettings()...)
 	return nil
 }

@@ -478,7 +478,7 @@ func TestServingCertificateFromTheClusterCA(t *testing.T) {
 
 	r = f.client(t, "doctor", "--node", nodeName)
 	assert.Equal(t, 0, r.code, "%s", r)
-	assert.Regexp(t, `(?m)^minikube +tls +ok +SANs \[minikube 192\.168\.49\.2\], issuer "kubernetes", expires \S+; no pending serving CSR; trusted for 192\.168\.49\.2$`, r.stdout)
+	assert.Regexp(t, `(?m)^minikube +tls +ok +SANs \[minikube 192\.168\.49\.2\], issuer "minikubeCA", expires \S+; no pending serving CSR; trusted for 192\.168\.49\.2$`, r.stdout)
 }
 
 // pendingServingCSRs are the names of the kubelet-serving CSRs minikube's kubelet asked for that
