@@ -56,8 +56,12 @@ check: ## Check a workshop exercise against your current cluster: make check EX=
 
 ##@ Test
 
+# make test's stages, in order; .ci/stages prints how long each took.
+TEST_STAGES := prerequisites verify verify-notes test-node-components test-unit test-race test-rehearsal test-readmes
+
 .PHONY: test
-test: prerequisites verify verify-notes test-node-components test-unit test-race test-rehearsal test-readmes ## Everything CI checks (.ci/run calls this).
+test: ## Everything CI checks (.ci/run calls this), stage by stage, with a time summary at the end.
+	@.ci/stages $(TEST_STAGES)
 
 .PHONY: prerequisites
 prerequisites: ## Check this machine has what make test needs, before building anything (.ci/prerequisites).
@@ -82,15 +86,15 @@ vet: ## go vet every package.
 
 .PHONY: test-unit
 test-unit: ## go test every package in random order (the README runs and the workshop's rehearsal have their targets).
-	$(GO) test -count=1 -shuffle=on -timeout $(TIMEOUT) -skip '^(TestChapterREADMEs|TestRehearseWorkshop)$$' $(TEST_FLAGS) ./...
+	.ci/clean-tmp $(GO) test -count=1 -shuffle=on -timeout $(TIMEOUT) -skip '^(TestChapterREADMEs|TestRehearseWorkshop)$$' $(TEST_FLAGS) ./...
 
 .PHONY: test-rehearsal
-test-rehearsal: ## The workshop, every command as its READMEs print it, on chapter 09's node (alone: its timings are checked).
-	$(GO) test -count=1 -timeout $(TIMEOUT) -run '^TestRehearseWorkshop$$' $(TEST_FLAGS) ./examples/workshop/rehearsal/
+test-rehearsal: ## The workshop, every command as its READMEs print it, on real minikube in the lab (alone: its timings are checked).
+	.ci/clean-tmp $(GO) test -count=1 -timeout $(TIMEOUT) -run '^TestRehearseWorkshop$$' $(TEST_FLAGS) ./examples/workshop/rehearsal/
 
 .PHONY: test-race
 test-race: ## go test -race on our concurrent code (not the packages that start the real kubelet).
-	$(GO) test -count=1 -race -shuffle=on -timeout $(TIMEOUT) -skip '^TestChapterREADMEs$$' $(TEST_FLAGS) $(RACE_PKGS)
+	.ci/clean-tmp $(GO) test -count=1 -race -shuffle=on -timeout $(TIMEOUT) -skip '^TestChapterREADMEs$$' $(TEST_FLAGS) $(RACE_PKGS)
 
 .PHONY: test-node-components
 test-node-components: ## Build the lab (real minikube, its base image and cache) when this machine can run it (root); say why not otherwise.
@@ -103,17 +107,25 @@ test-node-components: ## Build the lab (real minikube, its base image and cache)
 	fi
 
 .PHONY: test-readmes
-test-readmes: ## Run every chapter README's commands and compare their output, as this host and as a cgroup v2 host.
-	$(GO) test -count=$(README_RUNS) -timeout $(TIMEOUT) -run '^TestChapterREADMEs$$' $(TEST_FLAGS) ./chapters/
+test-readmes: ## Run every chapter README's commands and compare their output: as this host, as a cgroup v2 host, and with Docker Engine running.
+	.ci/clean-tmp $(GO) test -count=$(README_RUNS) -timeout $(TIMEOUT) -run '^TestChapterREADMEs$$' $(TEST_FLAGS) ./chapters/
 	@if [ "$$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ]; then \
 	  echo "This host is cgroup v2: the samples for cgroup v1 hosts are checked by CI."; \
 	elif [ "$$(id -u)" = 0 ]; then \
 	  echo ".ci/cgroup-v2 $(GO) test … ./chapters/   # the same READMEs as a cgroup v2 host (but chapter 09: its node needs the machine's own cgroups)"; \
-	  .ci/cgroup-v2 $(GO) test -count=1 -timeout $(TIMEOUT) -run '^TestChapterREADMEs$$' -skip '^TestChapterREADMEs/09-node$$' $(TEST_FLAGS) ./chapters/; \
+	  .ci/clean-tmp .ci/cgroup-v2 $(GO) test -count=1 -timeout $(TIMEOUT) -run '^TestChapterREADMEs$$' -skip '^TestChapterREADMEs/09-node$$' $(TEST_FLAGS) ./chapters/; \
 	elif [ "$${CI:-}" = true ]; then \
 	  echo "CI=true: the READMEs must also be run as a cgroup v2 host, which on this cgroup v1 host needs root"; exit 1; \
 	else \
 	  echo "Skipped: the READMEs as a cgroup v2 host (this host is cgroup v1; simulating v2 needs root)."; \
+	fi
+	@if [ "$$(id -u)" = 0 ]; then \
+	  echo ".ci/with-docker $(GO) test … ./chapters/   # the same READMEs on a laptop where Docker Engine runs (but chapter 09: it runs its own)"; \
+	  .ci/clean-tmp .ci/with-docker $(GO) test -count=1 -timeout $(TIMEOUT) -run '^TestChapterREADMEs$$' -skip '^TestChapterREADMEs/09-node$$' $(TEST_FLAGS) ./chapters/; \
+	elif [ "$${CI:-}" = true ]; then \
+	  echo "CI=true: the READMEs must also be run on a host where Docker Engine runs, which needs root to simulate"; exit 1; \
+	else \
+	  echo "Skipped: the READMEs on a host where Docker Engine runs (simulating it needs root)."; \
 	fi
 
 test-%: ## Test one chapter and its packages, e.g. `make test-04-runkubelet`.

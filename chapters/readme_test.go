@@ -173,8 +173,7 @@ type normalizer struct {
 func replaceWith(s string) func(string) string { return func(string) string { return s } }
 
 // ephemeralPorts is the range the kernel picks a port from when a program binds port 0 — the
-// only ports that differ between runs. The ports the chapters teach (10248, 10250, 10255, 8443)
-// are outside it and are compared as they are.
+// only ports that differ between runs — as this host sets it (Linux's default: 32768–60999).
 var ephemeralPorts = func() [2]int {
 	r := [2]int{32768, 60999} // Linux's default
 	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
@@ -191,35 +190,64 @@ var ephemeralPorts = func() [2]int {
 	return r
 }()
 
-// ageColumn is a kubectl-style AGE cell: a duration between column gaps (two spaces or more),
-// or at the end of a row.
-var ageColumn = regexp.MustCompile(`(?m)( {2,}|\t)\d+(ms|s|m|h|d)(\d+(s|m|h))?( {2,}|\t|$)`)
+// taughtPorts are the ports the chapters teach: a host whose ephemeral range covers them (some
+// set it to 1024–65535) must not make them "PORT".
+var taughtPorts = map[int]bool{53: true, 2379: true, 2380: true, 6443: true, 8443: true, 10248: true, 10249: true, 10250: true,
+	10255: true, 10256: true, 10257: true, 10259: true}
+
+// ageColumn is a kubectl-style AGE cell of an hour at most — what a README's cluster, minutes old,
+// shows: seconds, minutes, or minutes and seconds, between column gaps (two spaces or more), or
+// at the end of a row.
+var ageColumn = regexp.MustCompile(`(?m)( {2,}|\t)(\d{1,2}s|\d{1,2}m(\d{1,2}s)?)( {2,}|\t|$)`)
 
 var portInAddress = regexp.MustCompile(`((?:\d+\.\d+\.\d+\.\d+|localhost|\[[0-9a-f:]+\]):)(\d+)\b`)
 
 func normalizePort(match string) string {
 	m := portInAddress.FindStringSubmatch(match)
 	port, _ := strconv.Atoi(m[2])
-	if port >= ephemeralPorts[0] && port <= ephemeralPorts[1] {
+	if port >= ephemeralPorts[0] && port <= ephemeralPorts[1] && !taughtPorts[port] {
 		return m[1] + "PORT"
 	}
 	return match
 }
 
+// temporaryNames are the prefixes of what the chapters make in the temporary directory, each
+// followed by the random number os.MkdirTemp or os.CreateTemp gives it: only that number varies.
+var temporaryNames = regexp.MustCompile(regexp.QuoteMeta(os.TempDir()) +
+	`/(kubelet-walkthrough-(?:lab-|03-)?|hollow-kubelet\.|minicluster-(?:relay-|tb-)?|toy-kubelet-|syncloop-manifests-)\d+`)
+
+// hostValues are what chapter 03 marks "[this host]": the machine's hostname, and whether a
+// container runtime listens at the kubelet's default endpoint — each alternative the chapter
+// prints, and nothing else after the marker.
+var hostValues = regexp.MustCompile(`\[this host\] "[a-z0-9.-]+"|(?:no runtime at|a runtime listens at) (unix://\S+?)(?:, this chapter leaves it alone)? \[this host\]`)
+
+func normalizeHostValue(m string) string {
+	if strings.HasPrefix(m, "[this host]") {
+		return `[this host] "HOSTNAME"`
+	}
+	return "RUNTIME? " + hostValues.FindStringSubmatch(m)[1] + " [this host]"
+}
+
 var normalizers = []normalizer{
 	{"klog header", regexp.MustCompile(`(?m)^([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ `), func(m string) string { return m[:1] + " " }},
 	{"ephemeral port", portInAddress, normalizePort},
-	{"temporary path", regexp.MustCompile(regexp.QuoteMeta(os.TempDir()) + `/[\w.-]+`), replaceWith("TMPDIR/TMP")},
-	{"machine-dependent value", regexp.MustCompile(`\[this host\].*`), replaceWith("[this host]")},
+	{"temporary name", temporaryNames, func(m string) string { return temporaryNames.ReplaceAllString(m, "TMPDIR/${1}N") }},
+	{"machine-dependent value", hostValues, normalizeHostValue},
 	{"static pod UID", regexp.MustCompile(`\b[0-9a-f]{32}\b`), replaceWith("UID")}, // hashes the manifest's absolute path
 	// The random suffixes of names a controller generates: pod-template hash and pod (apimachinery's
 	// rand.String alphabet has no vowels, no 0, 1, 3: no word of a chapter's own is one).
 	{"generated name", regexp.MustCompile(`(-[bcdfghjklmnpqrstvwxz2456789]{6,10})?-[bcdfghjklmnpqrstvwxz2456789]{5}\b`), replaceWith("-GENERATED")},
-	{"elapsed time", regexp.MustCompile(`(?m)^\[\s*\d+\.\ds\]|^(\s+)[+-]\d+(\.\d)?s\b|\bran for \d+(\.\d+)?(ms|s)$`), replaceWith("ELAPSED")},
+	// Elapsed times keep their sign: a step the story tells before its zero stays before it.
+	{"elapsed time", regexp.MustCompile(`(?m)^\[\s*\d+\.\ds\]|^(\s+)[+-]\d+(\.\d)?s\b|\bran for \d+(\.\d+)?(ms|s)$`), func(m string) string {
+		if t := strings.TrimSpace(m); t[0] == '+' || t[0] == '-' {
+			return t[:1] + "ELAPSED"
+		}
+		return "ELAPSED"
+	}},
 	{"process ID", regexp.MustCompile(`\(PID \d+ here\)|--target \d+\b|/proc/\d+/`), func(m string) string {
 		return regexp.MustCompile(`\d+`).ReplaceAllString(m, "N")
 	}},
-	{"age column", ageColumn, func(m string) string { return ageColumn.ReplaceAllString(m, "${1}AGE$5") }},
+	{"age column", ageColumn, func(m string) string { return ageColumn.ReplaceAllString(m, "${1}AGE$4") }},
 	{"echoed Ctrl-C", regexp.MustCompile(`(?m)^\^C$`), replaceWith("")},
 	// minikube names the reader's OS and architecture: "on Debian 12.11 (docker/amd64)", "on Darwin 15.5 (arm64)".
 	{"minikube's host", regexp.MustCompile(`(?m)^(\* minikube v\d+\.\d+\.\d+) on [^()\n]+ \([\w/]+\)$`), func(m string) string { return m[:strings.Index(m, " on ")] + " on HOST" }},
@@ -514,21 +542,24 @@ func TestNormalize(t *testing.T) {
 			change: "curl -s http://127.0.0.1:" + inRange + "/pods", want: "curl -s http://127.0.0.1:PORT/pods",
 			keep: "curl -s http://127.0.0.1:10255/pods and https://10.200.0.1:10250 and [::1]:10248 and localhost:8443",
 		},
-		"temporary path": {
-			change: "removed " + tmp + "/hollow-kubelet.928208209", want: "removed TMPDIR/TMP",
-			keep: "the static pods in examples/static-pods/web.yaml",
+		"temporary name": {
+			change: "removed " + tmp + "/hollow-kubelet.928208209 and " + tmp + "/kubelet-walkthrough-4242.log and " + tmp + "/minicluster-77/kubeconfig",
+			want:   "removed TMPDIR/hollow-kubelet.N and TMPDIR/kubelet-walkthrough-N.log and TMPDIR/minicluster-N/kubeconfig",
+			keep:   "the static pods in examples/static-pods/web.yaml, " + tmp + "/kubelet-walkthrough.kubeconfig, " + tmp + "/other-12345",
 		},
 		"machine-dependent value": {
-			change: "node name: [this host] \"vm\"", want: "node name: [this host]",
-			keep: "node name: \"walkthrough\"",
+			change: "node name: [this host] \"vm\"\nno runtime at unix:///run/containerd/containerd.sock [this host]\n" +
+				"a runtime listens at unix:///run/containerd/containerd.sock, this chapter leaves it alone [this host]",
+			want: "node name: [this host] \"HOSTNAME\"\nRUNTIME? unix:///run/containerd/containerd.sock [this host]\nRUNTIME? unix:///run/containerd/containerd.sock [this host]",
+			keep: "node name: \"walkthrough\"; [this host] and then anything else; no runtime at unix:///run/crio/crio.sock, said elsewhere",
 		},
 		"generated name": {
 			change: "kube-system   pod/coredns-559f6c778d-mvjkb   1/1   Running", want: "kube-system pod/coredns-GENERATED 1/1 Running",
 			keep: "kube-system pod/kube-scheduler-minikube and pod/kube-proxy-minikube and pod/web-nginx",
 		},
 		"elapsed time": {
-			change: "[ 12.5s] kubeadm init done\n    +0.4s  [journal]  refused\n      +6s  [apiserver]  mirrors\n42 steps; the kubelet ran for 5s",
-			want:   "ELAPSED kubeadm init done\nELAPSED [journal] refused\nELAPSED [apiserver] mirrors\n42 steps; the kubelet ELAPSED",
+			change: "[ 12.5s] kubeadm init done\n    +0.4s  [journal]  refused\n    -2.8s  [journal]  before\n      +6s  [apiserver]  mirrors\n42 steps; the kubelet ran for 5s",
+			want:   "ELAPSED kubeadm init done\n+ELAPSED [journal] refused\n-ELAPSED [journal] before\n+ELAPSED [apiserver] mirrors\n42 steps; the kubelet ELAPSED",
 			keep:   "error: timed out after 10.0s; retry in +1.5s; a 10m0s token; it ran for 5s before it failed",
 		},
 		"process ID": {
@@ -540,8 +571,9 @@ func TestNormalize(t *testing.T) {
 			keep: "commit a1c3e3e4b5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0 stays",
 		},
 		"age column": {
-			change: "kube-system   etcd-walkthrough   Running   12s\nnode/minikube   Ready   control-plane   45s   v1.37.2", want: "kube-system etcd-walkthrough Running AGE\nnode/minikube Ready control-plane AGE v1.37.2",
-			keep: "error: timed out after 10s",
+			change: "kube-system   etcd-walkthrough   Running   12s\nnode/minikube   Ready   control-plane   45s   v1.37.2\nweb   1/1   Running   3m20s",
+			want:   "kube-system etcd-walkthrough Running AGE\nnode/minikube Ready control-plane AGE v1.37.2\nweb 1/1 Running AGE",
+			keep:   "error: timed out after 10s\nweb 1/1 Running 5h12m\ncert expires in 364d",
 		},
 		"echoed Ctrl-C": {
 			change: "^C", want: "",

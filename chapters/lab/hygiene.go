@@ -29,7 +29,7 @@ type Trace struct {
 
 // defaultPlaces are where a Docker engine or minikube would write if the lab did not point them
 // elsewhere; the user's home adds .minikube, .kube and .docker.
-var defaultPlaces = []string{"/etc/docker", "/var/lib/docker", "/var/lib/containerd", "/run/docker", "/run/containerd",
+var defaultPlaces = []string{"/etc/docker", "/var/lib/docker", "/var/lib/containerd", "/opt/containerd", "/run/docker", "/run/containerd",
 	"/run/docker.sock", "/var/run/docker.pid", "/run/netns", "/etc/cni", "/etc/systemd/system/kubelet.service.d"}
 
 // TakeTrace reads this machine's Trace.

@@ -17,6 +17,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/tier"
 )
 
 // The kubelet lower-cases its node name (nodeutil.GetHostname); the file source does not, and
@@ -225,9 +227,7 @@ func flatten(updates []kubetypes.PodUpdate) []op {
 // A scripted series of edits on one directory watched by both the kubelet's file source and the
 // toy's: after each edit settles, both must have sent the same operations on the same pods.
 func TestEditsMatchKubelet(t *testing.T) {
-	if testing.Short() {
-		t.Skip("watches a directory through a series of edits")
-	}
+	tier.Long(t, "a directory watched through a series of edits")
 	const period = 250 * time.Millisecond
 	dir := t.TempDir()
 	write := func(name, content string) { // atomically, as editors and `kubectl cp` do

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/tier"
 )
 
 // notePath is the note whose table of steps this package's live run must follow.
@@ -61,9 +62,7 @@ func (s step) matches(e Entry) bool {
 // step of the note's table happened, in the note's order, with the goroutine, the action and a
 // frame the note names. The note cannot drift from the code: when the kubelet moves, this fails.
 func TestJourneyFollowsTheNote(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts the real kubelet")
-	}
+	tier.Long(t, "the real kubelet's journey")
 	steps := noteSteps(t)
 	_, restore, err := kubeletlog.ToFile("")
 	require.NoError(t, err)

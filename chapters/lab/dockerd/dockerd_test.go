@@ -22,6 +22,13 @@ import (
 func TestEngine(t *testing.T) {
 	tier.Require(t, "docker", Requirements())
 	before := mountsOutside(t, "")
+	// Where a containerd dockerd starts itself would write, outside the run directory.
+	places := []string{"/opt/containerd", "/var/lib/containerd", "/var/lib/docker", "/etc/docker/key.json"}
+	existed := map[string]bool{}
+	for _, p := range places {
+		_, err := os.Stat(p)
+		existed[p] = err == nil
+	}
 	dir, err := os.MkdirTemp("", "kubelet-walkthrough-dockerd-test-")
 	require.NoError(t, err)
 	defer os.RemoveAll(dir)
@@ -65,6 +72,10 @@ func TestEngine(t *testing.T) {
 	assert.Equal(t, before, mountsOutside(t, dir), "no mount left")
 	_, err = os.Stat(filepath.Join(dir, "key.json"))
 	assert.NoError(t, err, "dockerd's key stays in the run directory (not /etc/docker)")
+	for _, p := range places {
+		_, err := os.Stat(p)
+		assert.Equal(t, existed[p], err == nil, "%s: the engine writes nothing outside its run directory", p)
+	}
 }
 
 // mountsOutside lists this machine's mount points, but those under skip.

@@ -64,7 +64,28 @@ func keep(dir, parent, remove string) (err error) {
 	children := make(chan os.Signal, 16)
 	signal.Notify(children, syscall.SIGCHLD)
 
+	// containerd first, the engine's own: dockerd would start one itself, whose plugins write to
+	// this machine's /opt/containerd.
+	containerdConfig := filepath.Join(dir, "containerd.toml")
+	config := fmt.Sprintf("version = 2\nroot = %q\nstate = \"/run/containerd\"\n[grpc]\n  address = \"/run/containerd/containerd.sock\"\n"+
+		"[plugins.\"io.containerd.internal.v1.opt\"]\n  path = %q\n", filepath.Join(dir, "containerd"), filepath.Join(dir, "containerd-opt"))
+	if err := os.WriteFile(containerdConfig, []byte(config), 0o644); err != nil {
+		return err
+	}
+	containerd := exec.Command("containerd", "--config", containerdConfig)
+	containerd.Stdout, containerd.Stderr = os.Stdout, os.Stderr
+	if err := containerd.Start(); err != nil {
+		return fmt.Errorf("containerd: %w", err)
+	}
+	for i := 0; i < 100; i++ {
+		if _, err := os.Stat("/run/containerd/containerd.sock"); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
 	dockerd := exec.Command("dockerd",
+		"--containerd", "/run/containerd/containerd.sock",
 		"--config-file", filepath.Join(dir, configFile),
 		"--data-root", filepath.Join(dir, "data"),
 		// The exec root holds containerd's socket, deep enough to overflow a socket path under a
@@ -119,6 +140,11 @@ func keep(dir, parent, remove string) (err error) {
 		stopErr = fmt.Errorf("dockerd exited by itself: %s", describe(*dockerdStatus))
 	}
 	fmt.Printf("keeper: dockerd exited (%s)\n", describe(*dockerdStatus))
+	_ = containerd.Process.Signal(syscall.SIGTERM)
+	for i := 0; i < 100 && syscall.Kill(containerd.Process.Pid, 0) == nil; i++ {
+		reapAll()
+		time.Sleep(100 * time.Millisecond)
+	}
 
 	// Whatever dockerd left running (container shims, a node whose stop signal it ignored)
 	// ends with this namespace; end it now, so that its cgroups can go.
@@ -129,6 +155,16 @@ func keep(dir, parent, remove string) (err error) {
 		return errors.Join(stopErr, err)
 	}
 	return stopErr
+}
+
+// reapAll reaps every child that has ended.
+func reapAll() {
+	for {
+		p, err := unix.Wait4(-1, nil, unix.WNOHANG, nil)
+		if p <= 0 || err != nil {
+			return
+		}
+	}
 }
 
 func describe(ws unix.WaitStatus) string {

@@ -33,3 +33,22 @@ func Require(tb testing.TB, tier string, why error) {
 		Unavailable(tb, tier, why)
 	}
 }
+
+// Long stops a test that -short leaves out (a build of minutes, a real kubelet for seconds): it
+// skips with why, or fails under CI=true, where -short would silently drop what CI promises.
+func Long(tb testing.TB, why string) {
+	tb.Helper()
+	long(tb, testing.Short(), why)
+}
+
+func long(tb testing.TB, short bool, why string) {
+	tb.Helper()
+	if !short {
+		return
+	}
+	if CI() {
+		tb.Fatalf("-short leaves out %s, which CI checks: run CI without -short", why)
+		return
+	}
+	tb.Skipf("-short: %s", why)
+}

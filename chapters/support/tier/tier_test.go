@@ -17,6 +17,7 @@ type recorder struct {
 func (r *recorder) Helper()                        {}
 func (r *recorder) Fatalf(format string, a ...any) { r.failed = fmt.Sprintf(format, a...) }
 func (r *recorder) Skip(a ...any)                  { r.skipped = fmt.Sprint(a...) }
+func (r *recorder) Skipf(format string, a ...any)  { r.skipped = fmt.Sprintf(format, a...) }
 
 func TestRequire(t *testing.T) {
 	why := errors.New("unshare: operation not permitted")
@@ -42,6 +43,31 @@ func TestRequire(t *testing.T) {
 				if msg != "" {
 					assert.Contains(t, msg, "the private network tier cannot run here: unshare: operation not permitted")
 				}
+			}
+		})
+	}
+}
+
+func TestLong(t *testing.T) {
+	tests := []struct {
+		name          string
+		short         bool
+		ci            string
+		failed, skips bool
+	}{
+		{"without -short it runs", false, "true", false, false},
+		{"-short on a laptop skips", true, "", false, true},
+		{"-short under CI fails", true, "true", true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("CI", tt.ci)
+			r := &recorder{TB: t}
+			long(r, tt.short, "a series of edits")
+			assert.Equal(t, tt.failed, r.failed != "", "failed: %q", r.failed)
+			assert.Equal(t, tt.skips, r.skipped != "", "skipped: %q", r.skipped)
+			if tt.failed {
+				assert.Equal(t, "-short leaves out a series of edits, which CI checks: run CI without -short", r.failed)
 			}
 		})
 	}
