@@ -26,7 +26,7 @@ func TestPrerequisites(t *testing.T) {
 	require.NoError(t, err)
 
 	everyTier := []string{"gcc", "libc6-dev", "iproute2", "util-linux"}
-	rootTiers := []string{"pkg-config", "libseccomp-dev", "debootstrap", "docker.io", "jq", "zsh"}
+	rootTiers := []string{"pkg-config", "libseccomp-dev", "debootstrap", "docker.io", "jq", "curl", "openssl", "zsh"}
 	tests := []struct {
 		name     string
 		asUser   bool

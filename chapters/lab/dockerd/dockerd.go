@@ -97,8 +97,8 @@ func Requirements() error {
 	if len(missing) > 0 {
 		return fmt.Errorf("a Docker engine needs %s on PATH: apt-get install docker.io", strings.Join(missing, ", "))
 	}
-	if os.Geteuid() != 0 {
-		return errors.New("a Docker engine in namespaces of its own needs root")
+	if !RealRoot() {
+		return errors.New("a Docker engine in namespaces of its own needs root (the machine's: uid 0 in a user namespace is not)")
 	}
 	return nil
 }

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/lab/dockerd"
 )
 
 // The base image's root file system: Debian bookworm, as minikube's kicbase is today, made with
@@ -75,8 +77,8 @@ func MakeRootfs(ctx context.Context, dir, mirror string, log io.Writer) error {
 	if _, err := exec.LookPath("debootstrap"); err != nil {
 		return fmt.Errorf("the base image's root file system is made with debootstrap (apt-get install debootstrap): %w", err)
 	}
-	if os.Geteuid() != 0 {
-		return fmt.Errorf("debootstrap needs root")
+	if !dockerd.RealRoot() {
+		return fmt.Errorf("debootstrap needs root (the machine's: uid 0 in a user namespace is not)")
 	}
 	if mirror == "" {
 		mirror = DebianMirror(os.ReadFile, filepath.Glob)

@@ -108,6 +108,9 @@ func TestMatch(t *testing.T) {
 		assert.Equal(t, tt.want, Match(tt.sample, out, tt.failed), tt.name)
 	}
 	assert.Equal(t, []string{"b", "done"}, Lines("a\rb\r\ndone\n"), "a line rewritten in place shows its last text")
+	assert.Equal(t, []string{"     Loaded: loaded (/lib/systemd/system/kubelet.service; disabled; preset: enabled)"},
+		Lines("     Loaded: loaded (\x1b]8;;file://minikube/lib/systemd/system/kubelet.service\x1b\\/lib/systemd/system/kubelet.service\x1b]8;;\x1b\\; \x1b[0;1;38;5;185mdisabled\x1b[0m; preset: \x1b[0;1;32menabled\x1b[0m)\r\n"),
+		"systemd's hyperlinks (OSC 8, ended by ST) and colors show as their text")
 }
 
 func TestMayFail(t *testing.T) {
@@ -277,4 +280,33 @@ func TestTraceCatchesWhatDiffers(t *testing.T) {
 	good := `minikube ssh -- 'sudo curl -H "Authorization: Bearer $(cat token)" https://minikube:10250/pods'`
 	assert.Equal(t, trace(t, bash, good, "bash --noprofile --norc -i", "command_not_found_handle").words,
 		trace(t, zsh, good, "zsh -f -i", "command_not_found_handler").words)
+}
+
+// minikubeStart is a `minikube start` command, and what every one must name: minikube chooses
+// Docker with cri-dockerd when no runtime is named, and the workshop (and the lab it is
+// rehearsed in) uses containerd.
+var minikubeStart = regexp.MustCompile(`(^|[;&|]\s*)minikube start\b`)
+
+// TestCommandsAreWhatAttendeesCanType: no command types the node's address (minikube chooses it:
+// 192.168.49.2 only when that network is free; `minikube ip` says which), and every `minikube
+// start` names its driver and its runtime.
+func TestCommandsAreWhatAttendeesCanType(t *testing.T) {
+	address := regexp.MustCompile(`\b192\.168\.\d+\.\d+\b`)
+	starts := 0
+	for _, file := range allFiles() {
+		blocks, err := ReadBlocks(root, file)
+		require.NoError(t, err)
+		for _, b := range blocks {
+			for _, c := range b.Commands {
+				where := fmt.Sprintf("%s:%d", file, c.Line)
+				assert.NotRegexp(t, address, c.Text, "%s types the node's address: use $(minikube ip)", where)
+				if minikubeStart.MatchString(c.Text) {
+					starts++
+					assert.Contains(t, c.Text, "--driver=docker", "%s: minikube start names its driver", where)
+					assert.Contains(t, c.Text, "--container-runtime=containerd", "%s: minikube start names its runtime (its default is Docker with cri-dockerd)", where)
+				}
+			}
+		}
+	}
+	assert.Positive(t, starts, "the workshop starts minikube somewhere")
 }

@@ -197,7 +197,9 @@ func (c Command) MustFail() bool {
 
 // ansi matches terminal escape sequences (colours, cursor moves) that a command printing to a
 // terminal may send; the node's `minikube ssh` gives commands one.
-var ansi = regexp.MustCompile(`\x1b\[[0-9;?]*[a-zA-Z]|\x1b\][^\x07]*\x07`)
+// ansi matches what a terminal does not print: CSI sequences (colors) and OSC sequences, ended by
+// BEL or by ST (systemd's hyperlinks: ESC ] 8 ; ; URL ESC \ text ESC ] 8 ; ; ESC \).
+var ansi = regexp.MustCompile(`\x1b\[[0-9;?]*[a-zA-Z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)`)
 
 // Lines splits output as a reader sees it on a terminal: escape sequences dropped, "\r\n" (the
 // node's terminal) as a line end.
