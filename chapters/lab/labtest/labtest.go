@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -213,4 +214,43 @@ func Main(m *testing.M) int {
 		code = 1
 	}
 	return code
+}
+
+// RealMinikube checks that binary is minikube's own build: the module k8s.io/minikube, checked
+// against go.sum (its `mod` line has a hash), at the version chapters/lab/minikube/go.mod pins, and
+// that `minikube version --short` says that version. It returns the version.
+func RealMinikube(root, binary string) (string, error) {
+	mod, err := os.ReadFile(filepath.Join(root, "chapters", "lab", "minikube", "go.mod"))
+	if err != nil {
+		return "", err
+	}
+	f, err := modfile.ParseLax("go.mod", mod, nil)
+	if err != nil {
+		return "", err
+	}
+	pinned := ""
+	for _, r := range f.Require {
+		if r.Mod.Path == "k8s.io/minikube" {
+			pinned = r.Mod.Version
+		}
+	}
+	if pinned == "" {
+		return "", errors.New("chapters/lab/minikube/go.mod requires no k8s.io/minikube")
+	}
+	info, err := exec.Command("go", "version", "-m", binary).Output()
+	if err != nil {
+		return "", fmt.Errorf("go version -m %s: %w", binary, err)
+	}
+	if !strings.Contains(string(info), "\tpath\tk8s.io/minikube/cmd/minikube\n") ||
+		!strings.Contains(string(info), "\tmod\tk8s.io/minikube\t"+pinned+"\th1:") {
+		return "", fmt.Errorf("%s is not minikube's own build of k8s.io/minikube %s (go version -m says otherwise)", binary, pinned)
+	}
+	out, err := exec.Command(binary, "version", "--short").Output()
+	if err != nil {
+		return "", fmt.Errorf("%s version --short: %w", binary, err)
+	}
+	if v := strings.TrimSpace(string(out)); v != pinned {
+		return "", fmt.Errorf("%s version --short says %s, not %s", binary, v, pinned)
+	}
+	return pinned, nil
 }

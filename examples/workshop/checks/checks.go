@@ -10,6 +10,7 @@ package checks
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -190,4 +191,27 @@ func normalize(s string) string {
 		s = strings.TrimSuffix(s, "/")
 	}
 	return s
+}
+
+// SolutionOverlay writes, into dir, a go command overlay (go build -overlay) that puts a coding
+// exercise's reference solution (examples/workshop/solutions/NAME/) in place of the exercise's
+// files, and returns its path: what an attendee who solved it has, with the repository untouched.
+func SolutionOverlay(root, dir string, e Exercise) (string, error) {
+	files, err := filepath.Glob(filepath.Join(root, "examples", "workshop", "solutions", e.Name, "*.go"))
+	if err != nil {
+		return "", err
+	}
+	if len(files) == 0 {
+		return "", fmt.Errorf("no reference solution for %s in examples/workshop/solutions/%s", e.Name, e.Name)
+	}
+	replace := map[string]string{}
+	for _, f := range files {
+		replace[filepath.Join(root, "examples", "workshop", e.Name, filepath.Base(f))] = f
+	}
+	data, err := json.Marshal(map[string]any{"Replace": replace})
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "overlay-"+e.Name+".json")
+	return path, os.WriteFile(path, data, 0o644)
 }

@@ -325,21 +325,10 @@ var beforeReason = map[int]string{
 }
 
 // solutionOverlay is what an attendee who solved a coding exercise has: the reference solution in
-// place of the exercise's file — given to the go command as an overlay, so that the repository's
-// file stays as it is.
+// place of the exercise's file (checks.SolutionOverlay), in the go command's flags.
 func (r *rehearsal) solutionOverlay(e checks.Exercise) []string {
-	t := r.t
-	files, err := filepath.Glob(filepath.Join(r.root, "examples", "workshop", "solutions", e.Name, "*.go"))
-	require.NoError(t, err)
-	require.NotEmpty(t, files, "a solution for %s", e.Name)
-	replace := map[string]string{}
-	for _, f := range files {
-		replace[filepath.Join(r.root, "examples", "workshop", e.Name, filepath.Base(f))] = f
-	}
-	data, err := json.Marshal(map[string]any{"Replace": replace})
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "overlay.json")
-	require.NoError(t, os.WriteFile(path, data, 0o644))
+	path, err := checks.SolutionOverlay(r.root, r.t.TempDir(), e)
+	require.NoError(r.t, err)
 	return []string{"GOFLAGS=" + strings.TrimSpace(os.Getenv("GOFLAGS")+" -overlay="+path)}
 }
 
@@ -365,6 +354,12 @@ func TestRehearseWorkshop(t *testing.T) {
 	tier.Require(t, "rehearsal", requirements())
 	keepAnswers(t, absRoot)
 	r := newRehearsal(t, absRoot)
+	// The minikube on the attendee's PATH is minikube's own build, nothing else.
+	minikube, err := exec.LookPath("minikube")
+	require.NoError(t, err)
+	version, err := labtest.RealMinikube(absRoot, minikube)
+	require.NoError(t, err, "the rehearsal runs real minikube")
+	t.Logf("minikube %s, minikube's own build of k8s.io/minikube (%s)", version, minikube)
 	read := func(file string) []Block {
 		bs, err := ReadBlocks(r.root, file)
 		require.NoError(t, err)
