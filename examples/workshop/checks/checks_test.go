@@ -213,8 +213,9 @@ func TestKubeletSetting(t *testing.T) {
 }
 
 func TestCrictlAndAPIServer(t *testing.T) {
-	running := func(name, id string, started time.Time) *corev1.Pod {
+	running := func(name, id string, uid types.UID, started time.Time) *corev1.Pod {
 		p := mirror("kube-system", name+"-minikube", "h-"+name)
+		p.UID = uid
 		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: name, Ready: true, ContainerID: "containerd://" + id,
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(started)}}}}
 		return p
@@ -229,17 +230,56 @@ func TestCrictlAndAPIServer(t *testing.T) {
 		require.NoError(t, err)
 		return string(data)
 	}
+	const (
+		exited   = "e702b6b6f99d9a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3"
+		current  = "a1b2c3d4e5f6a7b8"
+		logsPath = "/api/v1/nodes/minikube/proxy/logs/containers/"
+		logFile  = "kube-apiserver-minikube_kube-system_kube-apiserver-" + exited + ".log"
+	)
+	listing := func(files ...string) string {
+		var b strings.Builder
+		b.WriteString("<pre>\n")
+		for _, f := range files {
+			fmt.Fprintf(&b, "<a href=%q>%s</a>\n", f, f)
+		}
+		return b.String() + "</pre>\n"
+	}
+	backOff := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "kube-apiserver-minikube.1", Namespace: "kube-system"}, Reason: "BackOff",
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "kube-system", Name: "kube-apiserver-minikube", UID: "broken-uid"},
+		Message:        "Back-off restarting failed container kube-apiserver in pod kube-apiserver-minikube_kube-system(broken-uid)"}
 	answers := "error: 'Error: unknown flag: --authorisation-mode'\nexitedContainer: e702b6b6f99d9\n"
-	c := newCluster(t)
-	c.raw["/api/v1/nodes/minikube/proxy/pods"] = kubeletPods(running("etcd", "e1", now.Add(-time.Hour)), running("kube-apiserver", "a1b2c3d4e5f6a7b8", now.Add(-time.Minute)))
-	c.answer("06-crictl-and-apiserver.yaml", answers)
-	passes(t, c.check(checkCrictlAndAPIServer), "broken, read, repaired")
-	c.answer("06-crictl-and-apiserver.yaml", "error: 'Error: unknown flag: --authorisation-mode'\nexitedContainer: a1b2c3d4e5f6\n")
-	fails(t, c.check(checkCrictlAndAPIServer), "the kube-apiserver that runs now", "the running container's ID")
+	setup := func(objects ...runtime.Object) *cluster {
+		c := newCluster(t, objects...)
+		c.raw["/api/v1/nodes/minikube/proxy/pods"] = kubeletPods(running("etcd", "e1", "etcd-uid", now.Add(-time.Hour)), running("kube-apiserver", current, "repaired-uid", now.Add(-time.Minute)))
+		c.answer("06-crictl-and-apiserver.yaml", answers)
+		return c
+	}
 
-	c.raw["/api/v1/nodes/minikube/proxy/pods"] = kubeletPods(running("etcd", "e1", now.Add(-time.Hour)), running("kube-apiserver", "a1", now.Add(-time.Hour)))
-	c.answer("06-crictl-and-apiserver.yaml", answers)
-	fails(t, c.check(checkCrictlAndAPIServer), "to have been broken and repaired", "an apiserver as old as etcd")
+	c := setup()
+	c.raw[logsPath] = listing(logFile, "kube-apiserver-minikube_kube-system_kube-apiserver-"+current+".log")
+	c.raw[logsPath+logFile] = "2026-12-01T12:58:01.1Z stderr F Error: unknown flag: --authorisation-mode\n"
+	passes(t, c.check(checkCrictlAndAPIServer), "the exited container's log says the error")
+	c.raw[logsPath+logFile] = "2026-12-01T12:58:01.1Z stderr F I1201 serving on 8443\n"
+	fails(t, c.check(checkCrictlAndAPIServer), "does not say", "a container whose log is another's")
+
+	c = setup(backOff)
+	c.raw[logsPath] = listing("kube-apiserver-minikube_kube-system_kube-apiserver-" + current + ".log")
+	passes(t, c.check(checkCrictlAndAPIServer), "its log collected, the kubelet's BackOff event for the broken pod")
+
+	repairedBackOff := backOff.DeepCopy()
+	repairedBackOff.InvolvedObject.UID = "repaired-uid"
+	c = setup(repairedBackOff)
+	c.raw[logsPath] = listing()
+	fails(t, c.check(checkCrictlAndAPIServer), "to have been broken and repaired", "a BackOff of the running pod is no evidence of the break")
+	c = setup()
+	c.raw[logsPath] = listing()
+	fails(t, c.check(checkCrictlAndAPIServer), "to have been broken and repaired", "no log, no event")
+
+	c = setup()
+	c.raw[logsPath] = listing(logFile)
+	c.raw[logsPath+logFile] = "2026-12-01T12:58:01.1Z stderr F Error: unknown flag: --authorisation-mode\n"
+	c.answer("06-crictl-and-apiserver.yaml", "error: 'Error: unknown flag: --authorisation-mode'\nexitedContainer: "+current[:12]+"\n")
+	fails(t, c.check(checkCrictlAndAPIServer), "the kube-apiserver that runs now", "the running container's ID")
 	c.answer("06-crictl-and-apiserver.yaml", "error: 'Error: unknown flag: --authorization-mode'\nexitedContainer: e702b6b6f99d9\n")
 	fails(t, c.check(checkCrictlAndAPIServer), "error: what the exited kube-apiserver container printed", "the README's fix, not the error")
 }

@@ -318,26 +318,51 @@ func checkCrictlAndAPIServer(ctx context.Context, env Env) (Result, error) {
 	if err := json.Unmarshal(raw, &pods); err != nil {
 		return r, fmt.Errorf("the kubelet's /pods: %w", err)
 	}
-	var apiserver, etcd corev1.Pod
+	var apiserver corev1.Pod
 	for _, p := range pods.Items {
-		switch p.Namespace + "/" + p.Name {
-		case "kube-system/kube-apiserver-" + n.Name:
+		if p.Namespace+"/"+p.Name == "kube-system/kube-apiserver-"+n.Name {
 			apiserver = p
-		case "kube-system/etcd-" + n.Name:
-			etcd = p
 		}
 	}
-	running, started := runningSince(apiserver, "kube-apiserver")
+	running, _ := runningSince(apiserver, "kube-apiserver")
 	switch {
 	case !running:
 		r.missing("kube-apiserver running again: undo the change to /etc/kubernetes/manifests/kube-apiserver.yaml")
+		return r, nil
 	case strings.HasPrefix(strings.TrimPrefix(apiserver.Status.ContainerStatuses[0].ContainerID, "containerd://"), id):
 		r.missing("exitedContainer: %s is the kube-apiserver that runs now; the one that exited has another ID (crictl ps -a lists both)", a.ExitedContainer)
-	default:
-		if _, etcdStarted := runningSince(etcd, "etcd"); !started.After(etcdStarted.Add(30 * time.Second)) {
-			r.missing("kube-apiserver to have been broken and repaired: it runs since %s, as long as etcd — break its manifest as the README says", started.Format(time.RFC3339))
+		return r, nil
+	}
+	// The evidence of the break: the exited container's own log, which the kubelet keeps on the
+	// node until it removes the container (a minute or two after the repair), read through the
+	// node proxy's /logs; after that, the kubelet's BackOff event for the broken pod (another pod
+	// UID than the repaired one: the manifest's hash names a static pod).
+	logs, err := env.raw(ctx, "/api/v1/nodes/"+n.Name+"/proxy/logs/containers/")
+	if err != nil {
+		return r, fmt.Errorf("the node's container logs through the node proxy: %w", err)
+	}
+	prefix := "kube-apiserver-" + n.Name + "_kube-system_kube-apiserver-" + id
+	if file := regexp.MustCompile(regexp.QuoteMeta(prefix) + `[0-9a-f]*\.log`).FindString(string(logs)); file != "" {
+		log, err := env.raw(ctx, "/api/v1/nodes/"+n.Name+"/proxy/logs/containers/"+file)
+		if err != nil {
+			return r, fmt.Errorf("the exited container's log %s: %w", file, err)
+		}
+		if !strings.Contains(string(log), "unknown flag: --authorisation-mode") {
+			r.missing("exitedContainer: the log of container %s does not say \"unknown flag: --authorisation-mode\": is it the kube-apiserver that exited?", a.ExitedContainer)
+		}
+		return r, nil
+	}
+	events, err := env.Client.CoreV1().Events("kube-system").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return r, fmt.Errorf("kube-system's events: %w", err)
+	}
+	for _, e := range events.Items {
+		if e.InvolvedObject.Name == "kube-apiserver-"+n.Name && e.Reason == "BackOff" && e.InvolvedObject.UID != apiserver.UID &&
+			strings.Contains(e.Message, "restarting failed container kube-apiserver") {
+			return r, nil // its log is gone; the kubelet's event shows the broken pod crash-looped
 		}
 	}
+	r.missing("kube-apiserver to have been broken and repaired: neither the exited container's log on the node (%s…) nor the kubelet's BackOff event for a broken kube-apiserver pod shows it — break its manifest as the README says, and check soon after the repair", prefix)
 	return r, nil
 }
 
