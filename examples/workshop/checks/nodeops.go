@@ -362,7 +362,7 @@ func checkCrictlAndAPIServer(ctx context.Context, env Env) (Result, error) {
 			return r, nil // its log is gone; the kubelet's event shows the broken pod crash-looped
 		}
 	}
-	r.missing("kube-apiserver to have been broken and repaired: neither the exited container's log on the node (%s…) nor the kubelet's BackOff event for a broken kube-apiserver pod shows it — break its manifest as the README says, and check soon after the repair", prefix)
+	r.missing("kube-apiserver to have been broken and repaired: neither the exited container's log on the node (%s…) nor the kubelet's BackOff event for a broken kube-apiserver pod shows it — break its manifest as the README says; after the repair, wait for the event (kubectl -n kube-system get events --field-selector reason=BackOff -w)", prefix)
 	return r, nil
 }
 
