@@ -74,7 +74,7 @@ func BenchmarkNewManifestVisible(b *testing.B) {
 // waitFor polls /pods until the pod is listed (or no longer listed).
 func waitFor(b *testing.B, url, name string, present bool) {
 	for {
-		pods, err := getPods(context.Background(), url)
+		pods, err := realkubelet.PodsAt(context.Background(), url)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -110,15 +108,15 @@ Static pods: %s, node %q. Kubelet log: %s
 func (o *bootstrapOptions) waitForBoth(ctx context.Context, toyURL, realURL string) ([]v1.Pod, []v1.Pod, error) {
 	deadline := time.Now().Add(o.wait)
 	for {
-		toyPods, err := getPods(ctx, toyURL)
+		toyPods, err := realkubelet.PodsAt(ctx, toyURL)
 		if err != nil {
 			return nil, nil, fmt.Errorf("toy kubelet: %w", err)
 		}
-		realPods, err := getPods(ctx, realURL)
+		realPods, err := realkubelet.PodsAt(ctx, realURL)
 		if err != nil {
 			return nil, nil, fmt.Errorf("real kubelet: %w", err)
 		}
-		if (running(toyPods) && running(realPods) && len(toyPods) == len(realPods)) || time.Now().After(deadline) {
+		if (realkubelet.AllRunning(toyPods) && realkubelet.AllRunning(realPods) && len(toyPods) == len(realPods)) || time.Now().After(deadline) {
 			return toyPods, realPods, nil
 		}
 		select {
@@ -127,32 +125,6 @@ func (o *bootstrapOptions) waitForBoth(ctx context.Context, toyURL, realURL stri
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-}
-
-func getPods(ctx context.Context, url string) ([]v1.Pod, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/pods", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	var list v1.PodList
-	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
-		return nil, fmt.Errorf("decode /pods: %w", err)
-	}
-	return list.Items, nil
-}
-
-func running(pods []v1.Pod) bool {
-	for _, p := range pods {
-		if p.Status.Phase != v1.PodRunning {
-			return false
-		}
-	}
-	return len(pods) > 0
 }
 
 // compare prints one row per pod name with each kubelet's status, and whether they agree on

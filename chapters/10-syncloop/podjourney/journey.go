@@ -15,7 +15,6 @@ package podjourney
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,7 +23,6 @@ import (
 	"strings"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/kubelet"
 
@@ -258,22 +256,9 @@ func Record(ctx context.Context, opts Options) (*Recording, error) {
 	return rec, nil
 }
 
-// pods asks the kubelet's read-only /pods what pods it has.
-func pods(ctx context.Context, k *realkubelet.Kubelet) ([]v1.Pod, error) {
-	body, err := k.Get(ctx, "/pods")
-	if err != nil {
-		return nil, err
-	}
-	var list v1.PodList
-	if err := json.Unmarshal(body, &list); err != nil {
-		return nil, fmt.Errorf("decode /pods: %w", err)
-	}
-	return list.Items, nil
-}
-
 // podUID returns the UID of the pod the kubelet has, other than old.
 func podUID(ctx context.Context, k *realkubelet.Kubelet, old string) (string, error) {
-	list, err := pods(ctx, k)
+	list, err := k.Pods(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -289,7 +274,7 @@ func podUID(ctx context.Context, k *realkubelet.Kubelet, old string) (string, er
 func waitGone(ctx context.Context, k *realkubelet.Kubelet, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		list, err := pods(ctx, k)
+		list, err := k.Pods(ctx)
 		if err != nil {
 			return err
 		}
