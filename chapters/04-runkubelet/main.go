@@ -24,5 +24,6 @@ import (
 
 func main() {
 	command := NewRunKubeletCommand(context.Background())
-	os.Exit(program.Run(command))
+	code := program.Run(command)
+	os.Exit(code)
 }

@@ -21,5 +21,6 @@ import (
 
 func main() {
 	command := NewBootstrapCommand(context.Background())
-	os.Exit(program.Run(command))
+	code := program.Run(command)
+	os.Exit(code)
 }

@@ -23,5 +23,6 @@ import (
 
 func main() {
 	command := NewMiniclusterCommand(context.Background())
-	os.Exit(program.Run(command))
+	code := program.Run(command)
+	os.Exit(code)
 }

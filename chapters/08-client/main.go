@@ -6,8 +6,7 @@
 // failure with what to do about it. `08-client doctor` checks the way to a kubelet step by step.
 //
 // Its logic is the light package kubeletclient (client-go and the API types, no kubelet code).
-// Like kubectl, it prints errors as "error: …" rather than as log lines, which is what
-// cli.RunNoErrOutput is for.
+// Like kubectl, it prints errors as "error: …" rather than as log lines (program.Run).
 //
 // Run it against minikube (or any cluster in your kubeconfig):
 //
@@ -16,16 +15,13 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 
-	"k8s.io/component-base/cli"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/program"
 )
 
 func main() {
 	command := NewClientCommand(context.Background())
-	if err := cli.RunNoErrOutput(command); err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(1)
-	}
+	code := program.Run(command)
+	os.Exit(code)
 }

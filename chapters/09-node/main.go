@@ -20,5 +20,6 @@ import (
 
 func main() {
 	command := NewNodeCommand(context.Background())
-	os.Exit(program.Run(command))
+	code := program.Run(command)
+	os.Exit(code)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/program"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/examples/workshop/checks"
 )
 
@@ -20,8 +20,9 @@ type checkOptions struct {
 	kubeconfig, context, answers, node string
 }
 
-// errFailed makes the exit code 1 after the check has said what is missing.
-var errFailed = errors.New("not done yet")
+// errFailed makes the exit code 1 after the check has said what is missing (reported: the FAIL
+// line is the report).
+var errFailed = fmt.Errorf("not done yet: %w", program.ErrReported)
 
 // NewCheckCommand builds the checker's command.
 func NewCheckCommand(ctx context.Context) *cobra.Command {

@@ -8,19 +8,13 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
 
-	"k8s.io/component-base/cli"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/program"
 )
 
 func main() {
 	command := NewCheckCommand(context.Background())
-	if err := cli.RunNoErrOutput(command); err != nil {
-		if !errors.Is(err, errFailed) { // a FAIL has been printed already
-			fmt.Fprintln(os.Stderr, "error:", err)
-		}
-		os.Exit(1)
-	}
+	code := program.Run(command)
+	os.Exit(code)
 }

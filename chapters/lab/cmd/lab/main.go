@@ -12,5 +12,7 @@ import (
 )
 
 func main() {
-	os.Exit(program.Run(lab.NewCommand(context.Background())))
+	command := lab.NewCommand(context.Background())
+	code := program.Run(command)
+	os.Exit(code)
 }
