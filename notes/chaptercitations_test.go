@@ -14,8 +14,9 @@ import (
 )
 
 // A note may cite lines of this repository's own chapter code the way it cites kubernetes:
-// [`func runInit(dir string) error {`](../chapters/09-node/node/init.go#L21-L60). The text is one
-// code span naming what the lines hold, and the two rules of citations.go apply unchanged.
+// [`func manifestsWritten(ctx context.Context, n Node) (time.Time, error) {`](../chapters/09-node/bootstory/story.go#L201-L220).
+// The text is one code span naming what the lines hold, and the two rules of citations.go apply
+// unchanged.
 var chapterCitation = regexp.MustCompile("\\[`([^`]+)`\\]\\(((?:\\.\\./)+chapters/[^)#\\s]+)#L(\\d+)(?:-L(\\d+))?\\)")
 
 // chapterCitations finds the line citations of chapter code in one note, resolved against the
