@@ -70,7 +70,7 @@ verify: verify-deps verify-platforms ## Static gates: gofmt, go mod tidy, go vet
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) mod tidy -diff
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout $(TIMEOUT) -run '^(TestImportRules|TestImportProblems|TestPlatforms|TestPlatformProblems)$$' ./chapters/
+	$(GO) test -count=1 -timeout $(TIMEOUT) -run '^(TestImportRules|TestImportProblems|TestPlatforms|TestPlatformProblems|TestSideBySideBenchmarksReportRatios)$$' ./chapters/
 
 # What runs on macOS and Windows as well as on Linux: the chapters that read files, parse flags,
 # talk to a cluster or run minikube, and the workshop's checker. The others run the kubelet's node
@@ -145,8 +145,10 @@ update-golden: ## Rewrite the sample outputs in the chapter READMEs from real ru
 	$(GO) test -count=1 -timeout $(TIMEOUT) -run '^TestChapterREADMEs$$' ./chapters/ -update
 
 .PHONY: bench
-bench: ## Run the benchmarks (side-by-side comparisons, see the chapter notes).
-	$(GO) test -timeout $(TIMEOUT) -run '^$$' -bench '$(BENCH)' -benchmem ./...
+bench: ## Run the benchmarks (side-by-side comparisons), then a summary of their ratios against the goals of notes/measurements.md.
+	@mkdir -p $(BIN)
+	$(GO) test -timeout $(TIMEOUT) -run '^$$' -bench '$(BENCH)' -benchmem $(TEST_FLAGS) ./... | tee $(BIN)/bench.txt
+	@$(GO) run ./chapters/support/benchratio/benchsummary --goals notes/measurements.md $(BIN)/bench.txt
 
 ##@ Lab: real minikube on a real Docker engine, offline
 
