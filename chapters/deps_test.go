@@ -1,6 +1,8 @@
 // Package chapters holds the checks that span the repository: go.mod against the pinned
 // kubernetes module (make verify-deps), the layout's import rules (TestImportRules), every
-// go:linkname against the pinned source (linkname_test.go), and every chapter README's
+// go:linkname against the pinned source (linkname_test.go), README.md's table of where each
+// chapter runs against the Makefile's macOS and Windows builds (platforms_test.go), every
+// side-by-side benchmark reporting its ratio (bench_test.go), and every chapter README's
 // commands run for real (readme_test.go).
 package chapters
 

@@ -116,8 +116,9 @@ func (o *loadOptions) run(out, errOut io.Writer) error {
 		return readError(o.manifests, err)
 	}
 	// What the sync loop would receive: the first merge adds every pod. Its first-seen time
-	// changes from run to run, so it is left out.
-	list := &v1.PodList{}
+	// changes from run to run, so it is left out. A list as kubectl prints one: "items": [] when
+	// there are no pods, not null.
+	list := &v1.PodList{Items: []v1.Pod{}}
 	list.Kind, list.APIVersion = "PodList", "v1"
 	for _, u := range staticpods.NewMerger().Merge(listing.Pods) {
 		for _, p := range u.Pods {

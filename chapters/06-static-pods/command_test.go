@@ -46,3 +46,32 @@ func TestLoadErrors(t *testing.T) {
 	err := readError("/etc/kubernetes/manifests", fmt.Errorf("open: %w", fs.ErrPermission))
 	assert.Equal(t, "cannot read manifests directory /etc/kubernetes/manifests: permission denied (the kubelet runs as root; try sudo, or a copy you can read)", err.Error())
 }
+
+// load -o json and -o yaml print a list as kubectl does: with no pods, "items": [] (items: []
+// in YAML), never null — also when every file was skipped.
+func TestLoadEmptyList(t *testing.T) {
+	onlyBroken := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(onlyBroken, "no-name.yaml"), []byte("apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - name: c\n    image: i\n"), 0o644))
+	const json = "{\n    \"kind\": \"PodList\",\n    \"apiVersion\": \"v1\",\n    \"metadata\": {},\n    \"items\": []\n}\n"
+	const yaml = "apiVersion: v1\nitems: []\nkind: PodList\nmetadata: {}\n"
+	tests := []struct {
+		name, manifests, output, want, wantErrOut string
+	}{
+		{"json, empty directory", t.TempDir(), "json", json, ""},
+		{"yaml, empty directory", t.TempDir(), "yaml", yaml, ""},
+		{"json, every file skipped", onlyBroken, "json", json, "skipped no-name.yaml: invalid pod: name is needed for the pod\n"},
+		{"yaml, every file skipped", onlyBroken, "yaml", yaml, "skipped no-name.yaml: invalid pod: name is needed for the pod\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := NewStaticPodsCommand(context.Background())
+			var out, errOut bytes.Buffer
+			cmd.SetOut(&out)
+			cmd.SetErr(&errOut)
+			cmd.SetArgs([]string{"load", "--manifests", tt.manifests, "-o", tt.output})
+			require.NoError(t, cmd.Execute())
+			assert.Equal(t, tt.want, out.String())
+			assert.Equal(t, tt.wantErrOut, errOut.String())
+		})
+	}
+}

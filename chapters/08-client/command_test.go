@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -427,13 +428,64 @@ func TestTableOutput(t *testing.T) {
 	assert.Contains(t, stdout, "10.0.0.7   apiserver   u-1")
 }
 
-// No pods: a list kubectl would print, with "items": [].
-func TestEmptyJSON(t *testing.T) {
-	e := newEnv(t)
-	stdout, _, err := e.run(t, "--kubelet-url", e.plain.URL, "--auth=none", "-o", "json")
-	require.NoError(t, err)
-	assert.JSONEq(t, `{"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": []}`, stdout)
-	assert.Contains(t, stdout, `"items": []`)
+// No pods, or no nodes: every -o json and -o yaml path prints what kubectl would, "items": []
+// (items: [] in YAML) and doctor's [] — never null, even when the kubelet itself wrote
+// "items": null, as the real kubelet does for no pods.
+func TestEmptyLists(t *testing.T) {
+	const listJSON = "{\n    \"kind\": \"PodList\",\n    \"apiVersion\": \"v1\",\n    \"metadata\": {},\n    \"items\": []\n}\n"
+	const listYAML = "apiVersion: v1\nitems: []\nkind: PodList\nmetadata: {}\n"
+	kubeletNull := func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"kind":"PodList","apiVersion":"v1","metadata":{},"items":null}`)
+	}
+	tests := []struct {
+		name  string
+		setup func(e *env) // the world beyond one node whose kubelet has no pods
+		args  func(e *env, kc, token string) []string
+		want  string
+	}{
+		{"--kubelet-url, json", nil, func(e *env, _, _ string) []string {
+			return []string{"--kubelet-url", e.plain.URL, "--auth=none", "-o", "json"}
+		}, listJSON},
+		{"--kubelet-url, yaml", nil, func(e *env, _, _ string) []string {
+			return []string{"--kubelet-url", e.plain.URL, "--auth=none", "-o", "yaml"}
+		}, listYAML},
+		{"--node, json", nil, func(_ *env, kc, token string) []string {
+			return []string{"--kubeconfig", kc, "--node", "n1", "--token-file", token, "-o", "json"}
+		}, listJSON},
+		{"--node, yaml", nil, func(_ *env, kc, token string) []string {
+			return []string{"--kubeconfig", kc, "--node", "n1", "--token-file", token, "-o", "yaml"}
+		}, listYAML},
+		{"--via=apiserver, the kubelet wrote null, json", func(e *env) { e.apiserver.Proxy(kubeletNull) }, func(_ *env, kc, _ string) []string {
+			return []string{"--kubeconfig", kc, "--node", "n1", "--via=apiserver", "-o", "json"}
+		}, listJSON},
+		{"--via=apiserver, the kubelet wrote null, yaml", func(e *env) { e.apiserver.Proxy(kubeletNull) }, func(_ *env, kc, _ string) []string {
+			return []string{"--kubeconfig", kc, "--node", "n1", "--via=apiserver", "-o", "yaml"}
+		}, listYAML},
+		{"--all-nodes, no nodes, json", func(e *env) { e.apiserver.SetNodes() }, func(_ *env, kc, token string) []string {
+			return []string{"--kubeconfig", kc, "--all-nodes", "--token-file", token, "-o", "json"}
+		}, listJSON},
+		{"--all-nodes, no nodes, yaml", func(e *env) { e.apiserver.SetNodes() }, func(_ *env, kc, token string) []string {
+			return []string{"--kubeconfig", kc, "--all-nodes", "--token-file", token, "-o", "yaml"}
+		}, listYAML},
+		{"doctor --all-nodes, no nodes, json", func(e *env) { e.apiserver.SetNodes() }, func(_ *env, kc, token string) []string {
+			return []string{"doctor", "--kubeconfig", kc, "--all-nodes", "--token-file", token, "-o", "json"}
+		}, "[]\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			kc := e.apiserver.Kubeconfig(t, e.pki, fakecluster.User{Token: kubeconfigToken})
+			token := fakecluster.TokenFile(t, fileToken)
+			if tt.setup != nil {
+				tt.setup(e)
+			}
+			stdout, stderr, err := e.run(t, tt.args(e, kc, token)...)
+			require.NoError(t, err, stderr)
+			assert.Equal(t, tt.want, stdout)
+			assert.NotContains(t, stdout, "null")
+		})
+	}
 }
 
 // The command's own errors, read as a user reads them.

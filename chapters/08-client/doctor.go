@@ -51,7 +51,9 @@ func (o *clientOptions) runDoctor(ctx context.Context) error {
 		}
 		sort.Strings(nodes)
 	}
-	var checks []kubeletclient.Check
+	// A JSON array even when there is nothing to check (--all-nodes on a cluster with no nodes):
+	// [], as kubectl prints an empty list, not null.
+	checks := []kubeletclient.Check{}
 	for _, n := range nodes {
 		checks = append(checks, client.Doctor(ctx, n)...)
 	}

@@ -16,6 +16,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/kubelet/config"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/benchratio"
 )
 
 // The kubelet's file source lists a directory in an unexported method; the benchmark calls it
@@ -41,10 +43,12 @@ func manifestDir(b *testing.B, n int) string {
 }
 
 // BenchmarkLoadManifests reads a directory of 1, 100 and 1,000 manifests into pods and merges
-// them: the toy's List and Merger against the kubelet's listConfig and PodConfig.
+// them: the toy's List and Merger against the kubelet's listConfig and PodConfig. The real side
+// reports the ratio, x-toy/real.
 func BenchmarkLoadManifests(b *testing.B) {
 	for _, n := range []int{1, 100, 1000} {
 		dir := manifestDir(b, n)
+		var sides benchratio.Sides
 		b.Run(fmt.Sprintf("manifests=%d/toy", n), func(b *testing.B) {
 			// As in PodConfig.Run: the source hands each set to the goroutine that merges.
 			sets := make(chan []*v1.Pod)
@@ -62,6 +66,8 @@ func BenchmarkLoadManifests(b *testing.B) {
 				}
 				sets <- listing.Pods
 			}
+			sides.Time(b, "toy")
+			sides.Report(b, "toy", "real")
 		})
 		b.Run(fmt.Sprintf("manifests=%d/real", n), func(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
@@ -80,6 +86,8 @@ func BenchmarkLoadManifests(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			sides.Time(b, "real")
+			sides.Report(b, "toy", "real")
 		})
 	}
 }

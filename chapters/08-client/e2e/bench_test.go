@@ -18,6 +18,7 @@ import (
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/realkubelet"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/07-minicluster/minicluster"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/08-client/kubeletclient"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/benchratio"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/netns"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/tier"
 )
@@ -64,10 +65,12 @@ func benchKubelet(b *testing.B) (url, caFile, tokenFile string) {
 }
 
 // BenchmarkFetch compares the client with the least a program can do: one net/http GET with the
-// token and a JSON decode, on the same kubelet, side by side.
+// token and a JSON decode, on the same kubelet, side by side. The bare side reports the ratio,
+// x-client/bare-net-http (notes/measurements.md sets its goal).
 func BenchmarkFetch(b *testing.B) {
 	url, caFile, tokenFile := benchKubelet(b)
 	ctx := context.Background()
+	var sides benchratio.Sides
 	b.Run("client", func(b *testing.B) {
 		c, err := kubeletclient.New(nil, kubeletclient.Options{Auth: kubeletclient.AuthToken, TokenFile: tokenFile, KubeletCAFile: caFile})
 		if err != nil {
@@ -78,6 +81,8 @@ func BenchmarkFetch(b *testing.B) {
 				b.Fatal(r.Err)
 			}
 		}
+		sides.Time(b, "client")
+		sides.Report(b, "client", "bare-net-http")
 	})
 	b.Run("bare-net-http", func(b *testing.B) {
 		token, err := readFile(tokenFile)
@@ -103,12 +108,16 @@ func BenchmarkFetch(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+		sides.Time(b, "bare-net-http")
+		sides.Report(b, "client", "bare-net-http")
 	})
 }
 
 // BenchmarkPoll100 polls the same kubelet 100 times with one client, over HTTP/2 and HTTP/1.1.
+// HTTP/1.1 reports the ratio, x-HTTP2.0/HTTP1.1.
 func BenchmarkPoll100(b *testing.B) {
 	url, caFile, tokenFile := benchKubelet(b)
+	var sides benchratio.Sides
 	for _, proto := range []string{"HTTP/2.0", "HTTP/1.1"} {
 		b.Run(proto, func(b *testing.B) {
 			c, err := kubeletclient.New(nil, kubeletclient.Options{Auth: kubeletclient.AuthToken, TokenFile: tokenFile, KubeletCAFile: caFile, HTTP1: proto == "HTTP/1.1"})
@@ -123,16 +132,20 @@ func BenchmarkPoll100(b *testing.B) {
 					}
 				}
 			}
+			sides.Time(b, strings.ReplaceAll(proto, "/", ""))
+			sides.Report(b, "HTTP2.0", "HTTP1.1")
 		})
 	}
 }
 
 // BenchmarkAllNodes fetches every node's pods with --all-nodes on a mini-cluster of one node and
-// of four, each node running 110 pods: the cost of more nodes, asked eight at a time.
+// of four, each node running 110 pods: the cost of more nodes, asked eight at a time. Four nodes
+// report the ratio, x-nodes=4/nodes=1 (notes/measurements.md sets its goal).
 func BenchmarkAllNodes(b *testing.B) {
 	tier.Require(b, "private network", noNetns)
 	ip, _ := netns.Inside()
 	dir := podDir(b, 110)
+	var sides benchratio.Sides
 	for _, n := range []int{1, 4} {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
 			var names []string
@@ -175,6 +188,8 @@ func BenchmarkAllNodes(b *testing.B) {
 					}
 				}
 			}
+			sides.Time(b, fmt.Sprintf("nodes=%d", n))
+			sides.Report(b, "nodes=4", "nodes=1")
 		})
 	}
 }
