@@ -16,17 +16,13 @@ import (
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/tier"
 )
 
-// readyGoal is the goal for a start on 2 cores with warm caches: every kube-system pod Ready within
-// 75 s (notes/measurements.md). minikube itself documents no start time (only its requirements: 2
-// CPUs, 2 GB of free memory), so the benchmark reports the ratio to the goal, not to a minikube
-// figure.
-const readyGoal = 75 * time.Second
 
 // BenchmarkMinikubeStart measures real minikube in the lab, from `minikube start` (the lab's
 // engine already up, the base image loaded): when the node's container runs, when `kubeadm
 // init` has ended, when the Node and every kube-system pod are Ready; then `minikube delete`;
-// and the node's peak memory (its cgroup's, page cache included). all-ready/goal is the ratio to
-// the 75 s goal.
+// and the node's peak memory (its cgroup's, page cache included). Its figures go beside the goals
+// of notes/measurements.md (all Ready within 75 s on 2 cores, delete within 10 s), which the
+// make bench summary holds them to; minikube itself documents no start time.
 func BenchmarkMinikubeStart(b *testing.B) {
 	tier.Require(b, labtest.Tier, labtest.Requirements())
 	root, err := labtest.Root()
@@ -84,7 +80,6 @@ func BenchmarkMinikubeStart(b *testing.B) {
 	b.ReportMetric(ready.Seconds()/n, "s/all-ready")
 	b.ReportMetric(deleted.Seconds()/n, "s/delete")
 	b.ReportMetric(peak/n, "MiB/node-peak")
-	b.ReportMetric(ready.Seconds()/n/readyGoal.Seconds(), "all-ready/goal")
 }
 
 // watch polls the node while minikube starts it: when its container first runs, and when the
