@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-syncloop/journeynote"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/lab"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/lab/labtest"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/netns"
@@ -69,9 +70,11 @@ func (ex example) inLab() bool { return ex.chapter == "" }
 
 // sample is an output block. Most are for every host; a block whose fence says ```text cgroup-v1
 // or ```text cgroup-v2 shows what a host of that kind prints, and is compared on such hosts only
-// (CI runs the README tests on both).
+// (CI runs the README tests on both). A block whose fence says ```text journey is chapter 10's
+// journey, compared as what the note teaches (compareJourney), not line by line.
 type sample struct {
 	host       string
+	journey    bool
 	expected   string
 	start, end int // byte offsets of the block's body in the README
 }
@@ -128,7 +131,11 @@ func examples(t *testing.T, readme string) []example {
 			if pending == nil {
 				continue // an output block with no command of ours before it: prose
 			}
-			require.True(t, tag == "" || hostKinds[tag], "%s: unknown host kind %q on an output block (have cgroup-v1, cgroup-v2)", readme, tag)
+			if tag == "journey" {
+				pending.samples = append(pending.samples, sample{journey: true, expected: body, start: m[6], end: m[7]})
+				continue
+			}
+			require.True(t, tag == "" || hostKinds[tag], "%s: unknown tag %q on an output block (have cgroup-v1, cgroup-v2, journey)", readme, tag)
 			pending.samples = append(pending.samples, sample{host: tag, expected: body, start: m[6], end: m[7]})
 		}
 	}
@@ -454,6 +461,10 @@ func TestChapterREADMEs(t *testing.T) {
 						outputs = append(outputs, got)
 						return
 					}
+					if want.journey {
+						compareJourney(t, readme, ex.command, want.expected, got)
+						return
+					}
 					assert.Equal(t, normalize(want.expected), normalize(got),
 						"%s: the output of `%s` differs from the README (make update-golden rewrites it)", readme, ex.command)
 				})
@@ -463,6 +474,24 @@ func TestChapterREADMEs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// journeyNote is the note whose table of steps chapter 10's journey follows.
+const journeyNote = "../notes/10-syncloop.md"
+
+// compareJourney compares chapter 10's journey with its README sample as what is taught: every
+// step of the note's table, in its order, with its goroutine, what it does and a function on
+// its stack (other steps between them are free: how many a run prints, and so their numbers,
+// depend on how the machine scheduled the kubelet's goroutines); and what the output says
+// besides its steps — its introduction, the phases, the pod, the summary but for its count —
+// exactly.
+func compareJourney(t *testing.T, readme, command, sample, got string) {
+	t.Helper()
+	steps, err := journeynote.NoteSteps(journeyNote)
+	require.NoError(t, err)
+	assert.NoError(t, journeynote.Follows(got, steps), "%s: the output of `%s` does not follow %s:\n%s", readme, command, journeyNote, got)
+	assert.Equal(t, normalize(journeynote.Prose(sample)), normalize(journeynote.Prose(got)),
+		"%s: the output of `%s` says something else than the README besides its steps (make update-golden rewrites it)", readme, command)
 }
 
 // startLab starts a lab for a README's commands, stopped when the README's test is done: it must
@@ -608,9 +637,10 @@ func TestNormalize(t *testing.T) {
 func TestExamples(t *testing.T) {
 	readme := filepath.Join(t.TempDir(), "README.md")
 	require.NoError(t, os.WriteFile(readme, []byte("```sh\ngo run ./chapters/03-run --only 3\n```\n\nOn v2:\n\n```text cgroup-v2\nran\n```\n\n"+
-		"On v1:\n\n```text cgroup-v1\nfailed\n```\n\n```sh\ngo run ./chapters/07-minicluster &\ngo run ./chapters/01-entrypoint --help\n```\n\n```text\nUsage\n```\n"), 0o644))
+		"On v1:\n\n```text cgroup-v1\nfailed\n```\n\n```sh\ngo run ./chapters/07-minicluster &\ngo run ./chapters/01-entrypoint --help\n```\n\n```text\nUsage\n```\n"+
+		"```sh\ngo run ./chapters/10-syncloop\n```\n\n```text journey\n  1  a step\n```\n"), 0o644))
 	exs := examples(t, readme)
-	require.Len(t, exs, 3)
+	require.Len(t, exs, 4)
 	assert.Equal(t, []string{"--only", "3"}, exs[0].arguments)
 	assert.Equal(t, "ran\n", exs[0].sampleFor("cgroup-v2").expected)
 	assert.Equal(t, "failed\n", exs[0].sampleFor("cgroup-v1").expected)
@@ -618,6 +648,13 @@ func TestExamples(t *testing.T) {
 	assert.True(t, exs[1].background)
 	assert.Equal(t, "Usage\n", exs[2].sampleFor("cgroup-v1").expected)
 	assert.Equal(t, "Usage\n", exs[2].sampleFor("cgroup-v2").expected)
+	assert.False(t, exs[2].sampleFor("cgroup-v2").journey)
+	for _, host := range []string{"cgroup-v1", "cgroup-v2"} {
+		if want := exs[3].sampleFor(host); assert.NotNil(t, want, host) {
+			assert.True(t, want.journey, "compared as the note's journey")
+			assert.Equal(t, "  1  a step\n", want.expected)
+		}
+	}
 }
 
 // TestEveryCommandShowsACgroupV2Host: most readers run cgroup v2, so every command a README

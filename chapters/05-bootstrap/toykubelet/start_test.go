@@ -74,20 +74,24 @@ func TestServesGoodManifestsBesideBadOnes(t *testing.T) {
 
 // Many clients read /pods while manifests are created, rewritten and deleted: every answer is a
 // valid PodList, and once the churn stops /pods shows exactly the manifests left. Run with -race.
+// The churn lasts as many edits and reads as it takes, not a length of time: a loaded machine
+// takes longer, and only one that cannot manage them in two minutes fails.
 func TestPodsUnderLoadWhileManifestsChurn(t *testing.T) {
+	const edits, reads = 300, 100
 	dir := t.TempDir()
 	r, err := Start(context.Background(), StartOptions{NodeName: "node", StaticPodPath: dir, FileCheckFrequency: 20 * time.Millisecond})
 	require.NoError(t, err)
 	defer r.Stop()
 
-	ctx, stop := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, stop := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer stop()
-	var reads, failures atomic.Int64
+	var read, edited, failures atomic.Int64
+	enough := func() bool { return read.Load() >= reads && edited.Load() >= edits }
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
-			client := &http.Client{Timeout: 5 * time.Second}
-			for ctx.Err() == nil {
+			client := &http.Client{Timeout: 30 * time.Second}
+			for ctx.Err() == nil && !enough() {
 				resp, err := client.Get(r.ReadOnlyURL + "/pods")
 				if err != nil {
 					failures.Add(1)
@@ -99,13 +103,13 @@ func TestPodsUnderLoadWhileManifestsChurn(t *testing.T) {
 				if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &list) != nil || list.Kind != "PodList" {
 					failures.Add(1)
 				}
-				reads.Add(1)
+				read.Add(1)
 			}
 		})
 	}
 	want := map[string]bool{}
 	wg.Go(func() {
-		for i := 0; ctx.Err() == nil; i++ {
+		for i := 0; ctx.Err() == nil && !enough(); i++ {
 			name := fmt.Sprintf("pod-%d", i%7)
 			path := filepath.Join(dir, name+".yaml")
 			if i%3 == 2 {
@@ -117,12 +121,13 @@ func TestPodsUnderLoadWhileManifestsChurn(t *testing.T) {
 				_ = os.Rename(tmp, path)
 				want[name+"-node"] = true
 			}
-			time.Sleep(5 * time.Millisecond)
+			edited.Add(1)
+			time.Sleep(5 * time.Millisecond) // a pace for the edits, so that reads come between them
 		}
 	})
 	wg.Wait()
-	assert.Zero(t, failures.Load(), "of %d reads", reads.Load())
-	assert.Greater(t, reads.Load(), int64(100))
+	assert.Zero(t, failures.Load(), "of %d reads", read.Load())
+	require.True(t, enough(), "in two minutes: %d reads of %d, %d edits of %d", read.Load(), reads, edited.Load(), edits)
 
 	var names []string
 	for n := range want {
@@ -134,7 +139,7 @@ func TestPodsUnderLoadWhileManifestsChurn(t *testing.T) {
 
 // Stop ends every goroutine Start began — source, merger, sync loop, servers, GC.
 func TestStartStopLeavesNothing(t *testing.T) {
-	defer goleak.VerifyNone(t,
+	defer noLeaks(t,
 		goleak.IgnoreTopFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
 		goleak.IgnoreAnyFunction("k8s.io/apimachinery/pkg/watch.(*Broadcaster).loop"),
 		goleak.IgnoreAnyFunction("k8s.io/client-go/tools/record.(*eventBroadcasterImpl).StartEventWatcher.func1"),

@@ -44,7 +44,6 @@ func realDecode(data []byte, source string, nodeName types.NodeName) (*v1.Pod, e
 type recorder struct {
 	mu      sync.Mutex
 	updates []kubetypes.PodUpdate
-	last    time.Time
 }
 
 func startReal(t *testing.T, path string, nodeName types.NodeName, period time.Duration) *recorder {
@@ -73,7 +72,6 @@ func (r *recorder) record(updates <-chan kubetypes.PodUpdate) {
 	for u := range updates {
 		r.mu.Lock()
 		r.updates = append(r.updates, u)
-		r.last = time.Now()
 		r.mu.Unlock()
 	}
 }
@@ -85,10 +83,22 @@ func (r *recorder) since(i int) ([]kubetypes.PodUpdate, int) {
 	return append([]kubetypes.PodUpdate(nil), r.updates[i:]...), len(r.updates)
 }
 
-func (r *recorder) quietFor(d time.Duration) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return time.Since(r.last) >= d
+// waitOps waits until the updates recorded from index i on hold at least n operations, as
+// flatten counts them, and returns them; after patience it fails, naming what did come.
+func (r *recorder) waitOps(t *testing.T, i, n int, patience time.Duration, who string, args ...any) []kubetypes.PodUpdate {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for {
+		updates, _ := r.since(i)
+		got := flatten(updates)
+		if len(got) >= n {
+			return updates
+		}
+		if time.Now().After(deadline) {
+			require.FailNowf(t, "too few operations", who+" sent %d operations of the %d expected within %s: %v", append(args, len(got), n, patience, got)...)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // firstUpdate waits for the first update.

@@ -7,6 +7,7 @@
 package fakecluster
 
 import (
+	"context"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -47,11 +48,13 @@ type Request struct {
 	ExpirationSeconds int64
 }
 
-// Recorder keeps the requests a server received, and how many were in flight at most.
+// Recorder keeps the requests a server received, how many were in flight at most, and how
+// many its clients gave up on before it answered.
 type Recorder struct {
 	mu                    sync.Mutex
 	requests              []Request
 	inFlight, maxInFlight int
+	abandoned             int
 }
 
 func (r *Recorder) begin(req *http.Request) (Request, func()) {
@@ -91,11 +94,25 @@ func (r *Recorder) MaxInFlight() int {
 	return r.maxInFlight
 }
 
+// Abandoned is how many requests the client gave up on (closed, or cancelled) before the
+// server answered: the order of two events, which a test can check without a clock.
+func (r *Recorder) Abandoned() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.abandoned
+}
+
+func (r *Recorder) abandon() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.abandoned++
+}
+
 // Reset forgets the requests received so far.
 func (r *Recorder) Reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.requests, r.maxInFlight = nil, 0
+	r.requests, r.maxInFlight, r.abandoned = nil, 0, 0
 }
 
 // PKI is the CA that signs the fakes' serving certificates and the clients' certificates.
@@ -156,6 +173,7 @@ type Kubelet struct {
 	mu      sync.Mutex
 	pods    []corev1.Pod
 	delay   time.Duration
+	hold    func(context.Context)
 	status  int
 	body    string
 	headers map[string]string
@@ -214,16 +232,33 @@ func (k *Kubelet) Answer(status int, body string, delay time.Duration, headers m
 	k.status, k.body, k.delay, k.headers = status, body, delay, headers
 }
 
+// Hold makes the kubelet call hold, with the request's context, before it answers (after
+// Answer's delay): a test keeps requests in flight until what it waits for has happened, with
+// no clock involved. nil answers at once again.
+func (k *Kubelet) Hold(hold func(ctx context.Context)) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.hold = hold
+}
+
 func (k *Kubelet) serve(w http.ResponseWriter, req *http.Request) {
 	_, done := k.begin(req)
 	defer done()
 	k.mu.Lock()
-	status, body, delay, pods, headers := k.status, k.body, k.delay, k.pods, k.headers
+	status, body, delay, hold, pods, headers := k.status, k.body, k.delay, k.hold, k.pods, k.headers
 	k.mu.Unlock()
 	select {
 	case <-time.After(delay):
 	case <-req.Context().Done():
+		k.abandon()
 		return
+	}
+	if hold != nil {
+		hold(req.Context())
+		if req.Context().Err() != nil {
+			k.abandon()
+			return
+		}
 	}
 	for name, value := range headers {
 		w.Header().Set(name, value)

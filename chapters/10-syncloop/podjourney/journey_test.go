@@ -2,7 +2,6 @@ package podjourney
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-syncloop/journeynote"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/tier"
 )
@@ -18,52 +18,15 @@ import (
 // notePath is the note whose table of steps this package's live run must follow.
 const notePath = "../../../notes/10-syncloop.md"
 
-// step is one row of the note's table "The journey, step by step".
-type step struct {
-	row                                 string
-	phase, actor, verb, object, through string
-}
-
-// noteSteps reads the table of the note's section "## The journey, step by step": one row per
-// step, | # | phase | goroutine | does | what | through |, code spans for names.
-func noteSteps(t *testing.T) []step {
-	t.Helper()
-	data, err := os.ReadFile(notePath)
-	require.NoError(t, err)
-	_, section, found := strings.Cut(string(data), "\n## The journey, step by step\n")
-	require.True(t, found, "%s has a section \"The journey, step by step\"", notePath)
-	section, _, _ = strings.Cut(section, "\n## ")
-	var steps []step
-	for _, line := range strings.Split(section, "\n") {
-		if !strings.HasPrefix(line, "| ") || strings.HasPrefix(line, "| #") || strings.HasPrefix(line, "| ---") {
-			continue
-		}
-		cells := strings.Split(strings.Trim(line, "| "), "|")
-		require.Len(t, cells, 6, "a row of six cells: %s", line)
-		clean := func(i int) string {
-			c := strings.Trim(strings.TrimSpace(cells[i]), "`")
-			if c == "—" {
-				return ""
-			}
-			return c
-		}
-		steps = append(steps, step{row: line, phase: clean(1), actor: clean(2), verb: clean(3), object: clean(4), through: clean(5)})
-	}
-	require.NotEmpty(t, steps, "the note's table has rows")
-	return steps
-}
-
-func (s step) matches(e Entry) bool {
-	return e.Phase == s.phase && e.Actor == s.actor && e.Verb == s.verb &&
-		(s.object == "" || e.Object == s.object) && (s.through == "" || e.Stack.Has(s.through))
-}
-
 // TestJourneyFollowsTheNote runs the journey against the real kubelet and checks that every
 // step of the note's table happened, in the note's order, with the goroutine, the action and a
-// frame the note names. The note cannot drift from the code: when the kubelet moves, this fails.
+// frame the note names — in the journey as the chapter prints it, read back as the README test
+// reads the chapter's output (journeynote). The note cannot drift from the code: when the
+// kubelet moves, this fails.
 func TestJourneyFollowsTheNote(t *testing.T) {
 	tier.Long(t, "the real kubelet's journey")
-	steps := noteSteps(t)
+	steps, err := journeynote.NoteSteps(notePath)
+	require.NoError(t, err)
 	_, restore, err := kubeletlog.ToFile("")
 	require.NoError(t, err)
 	defer restore()
@@ -78,21 +41,10 @@ func TestJourneyFollowsTheNote(t *testing.T) {
 	require.NotEmpty(t, rec.UIDs[1])
 	assert.NotEqual(t, rec.UIDs[0], rec.UIDs[1], "an edit gives the static pod a new UID")
 
-	next := 0
-	for _, s := range steps {
-		found := false
-		for i := next; i < len(j.Entries); i++ {
-			if s.matches(j.Entries[i]) {
-				next, found = i+1, true
-				break
-			}
-		}
-		if !assert.True(t, found, "the note's step %q is not in the live journey after step %d", s.row, next) {
-			var b strings.Builder
-			require.NoError(t, j.Print(&b))
-			t.Logf("the live journey:\n%s", b.String())
-			break
-		}
+	var printed strings.Builder
+	require.NoError(t, j.Print(&printed))
+	if err := journeynote.Follows(printed.String(), steps); err != nil {
+		t.Errorf("%v\nthe live journey:\n%s", err, printed.String())
 	}
 }
 
