@@ -220,7 +220,8 @@ func normalizePort(match string) string {
 
 // temporaryNames are the prefixes of what the chapters make in the temporary directory, each
 // followed by the random number os.MkdirTemp or os.CreateTemp gives it: only that number varies.
-var temporaryNames = regexp.MustCompile(regexp.QuoteMeta(os.TempDir()) +
+// The directory is the run's os.TempDir, or /tmp as the READMEs' samples show it.
+var temporaryNames = regexp.MustCompile(`(?:/tmp|` + regexp.QuoteMeta(os.TempDir()) + `)` +
 	`/(kubelet-walkthrough-(?:lab-|03-)?|hollow-kubelet\.|minicluster-(?:relay-|tb-)?|toy-kubelet-|syncloop-manifests-)\d+`)
 
 // hostValues are what chapter 03 marks "[this host]": the machine's hostname, and whether a
@@ -572,7 +573,7 @@ func TestNormalize(t *testing.T) {
 			keep: "curl -s http://127.0.0.1:10255/pods and https://10.200.0.1:10250 and [::1]:10248 and localhost:8443",
 		},
 		"temporary name": {
-			change: "removed " + tmp + "/hollow-kubelet.928208209 and " + tmp + "/kubelet-walkthrough-4242.log and " + tmp + "/minicluster-77/kubeconfig",
+			change: "removed " + tmp + "/hollow-kubelet.928208209 and " + tmp + "/kubelet-walkthrough-4242.log and /tmp/minicluster-77/kubeconfig",
 			want:   "removed TMPDIR/hollow-kubelet.N and TMPDIR/kubelet-walkthrough-N.log and TMPDIR/minicluster-N/kubeconfig",
 			keep:   "the static pods in examples/static-pods/web.yaml, " + tmp + "/kubelet-walkthrough.kubeconfig, " + tmp + "/other-12345",
 		},
