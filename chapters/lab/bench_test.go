@@ -16,7 +16,6 @@ import (
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/tier"
 )
 
-
 // BenchmarkMinikubeStart measures real minikube in the lab, from `minikube start` (the lab's
 // engine already up, the base image loaded): when the node's container runs, when `kubeadm
 // init` has ended, when the Node and every kube-system pod are Ready; then `minikube delete`;
