@@ -124,20 +124,20 @@ test-node-components: ## Build the lab (real minikube, its base image and cache)
 
 .PHONY: test-readmes
 test-readmes: ## Run every chapter README's commands and compare their output: as this host, as a cgroup v2 host, and with Docker Engine running.
-	.ci/clean-tmp $(GO) test -count=$(README_RUNS) -timeout $(TIMEOUT) -run '^TestChapterREADMEs$$' $(TEST_FLAGS) ./chapters/
+	.ci/clean-tmp $(GO) test -count=$(README_RUNS) -timeout $(TIMEOUT) -run '^TestChapterREADMEs$$' $(TEST_FLAGS) ./chapters/repocheck/
 	@if [ "$$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ]; then \
 	  echo "This host is cgroup v2: the samples for cgroup v1 hosts are checked by CI."; \
 	elif [ "$$(id -u)" = 0 ]; then \
-	  echo ".ci/cgroup-v2 $(GO) test … ./chapters/   # the same READMEs as a cgroup v2 host (but chapter 09: its node needs the machine's own cgroups)"; \
-	  .ci/clean-tmp .ci/cgroup-v2 $(GO) test -count=1 -timeout $(TIMEOUT) -run '^TestChapterREADMEs$$' -skip '^TestChapterREADMEs/09-node$$' $(TEST_FLAGS) ./chapters/; \
+	  echo ".ci/cgroup-v2 $(GO) test … ./chapters/repocheck/   # the same READMEs as a cgroup v2 host (but chapter 09: its node needs the machine's own cgroups)"; \
+	  .ci/clean-tmp .ci/cgroup-v2 $(GO) test -count=1 -timeout $(TIMEOUT) -run '^TestChapterREADMEs$$' -skip '^TestChapterREADMEs/09-node$$' $(TEST_FLAGS) ./chapters/repocheck/; \
 	elif [ "$${CI:-}" = true ]; then \
 	  echo "CI=true: the READMEs must also be run as a cgroup v2 host, which on this cgroup v1 host needs root"; exit 1; \
 	else \
 	  echo "Skipped: the READMEs as a cgroup v2 host (this host is cgroup v1; simulating v2 needs root)."; \
 	fi
 	@if [ "$$(id -u)" = 0 ]; then \
-	  echo ".ci/with-docker $(GO) test … ./chapters/   # the same READMEs on a laptop where Docker Engine runs (but chapter 09: it runs its own)"; \
-	  .ci/clean-tmp .ci/with-docker $(GO) test -count=1 -timeout $(TIMEOUT) -run '^TestChapterREADMEs$$' -skip '^TestChapterREADMEs/09-node$$' $(TEST_FLAGS) ./chapters/; \
+	  echo ".ci/with-docker $(GO) test … ./chapters/repocheck/   # the same READMEs on a laptop where Docker Engine runs (but chapter 09: it runs its own)"; \
+	  .ci/clean-tmp .ci/with-docker $(GO) test -count=1 -timeout $(TIMEOUT) -run '^TestChapterREADMEs$$' -skip '^TestChapterREADMEs/09-node$$' $(TEST_FLAGS) ./chapters/repocheck/; \
 	elif [ "$${CI:-}" = true ]; then \
 	  echo "CI=true: the READMEs must also be run on a host where Docker Engine runs, which needs root to simulate"; exit 1; \
 	else \
@@ -149,7 +149,7 @@ test-%: ## Test one chapter and its packages, e.g. `make test-04-runkubelet`.
 
 .PHONY: verify-deps
 verify-deps: ## Check that go.mod pins every kubernetes staging module at the matching version.
-	$(GO) test -count=1 -timeout $(TIMEOUT) -run '^TestStagingReplaces$$' ./chapters/
+	$(GO) test -count=1 -timeout $(TIMEOUT) -run '^TestStagingReplaces$$' ./chapters/repocheck/
 
 .PHONY: verify-notes
 verify-notes: ## Check every source citation against the pinned module; K8S=v1.38.0 lists what an upgrade breaks.
@@ -158,13 +158,13 @@ verify-notes: ## Check every source citation against the pinned module; K8S=v1.3
 
 .PHONY: update-golden
 update-golden: ## Rewrite the sample outputs in the chapter READMEs from real runs.
-	$(GO) test -count=1 -timeout $(TIMEOUT) -run '^TestChapterREADMEs$$' ./chapters/ -update
+	$(GO) test -count=1 -timeout $(TIMEOUT) -run '^TestChapterREADMEs$$' ./chapters/repocheck/ -update
 
 .PHONY: bench
 bench: ## Run the benchmarks (side-by-side comparisons), then a summary of their ratios against the goals of notes/measurements.md.
 	@mkdir -p $(BIN)
 	$(GO) test -timeout $(TIMEOUT) -run '^$$' -bench '$(BENCH)' -benchmem $(TEST_FLAGS) ./... | tee $(BIN)/bench.txt
-	@$(GO) run ./chapters/support/benchratio/benchsummary --goals notes/measurements.md $(BIN)/bench.txt
+	@$(GO) run ./chapters/testsupport/benchratio/benchsummary --goals notes/measurements.md $(BIN)/bench.txt
 
 ##@ Lab: real minikube on a real Docker engine, offline
 

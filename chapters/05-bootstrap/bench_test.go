@@ -9,8 +9,8 @@ import (
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/realkubelet"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/05-bootstrap/toykubelet"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/benchratio"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/benchratio"
 )
 
 // BenchmarkNewManifestVisible measures, for the toy and for the real kubelet side by side, the

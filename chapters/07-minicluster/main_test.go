@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/netns"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/tier"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/tier"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

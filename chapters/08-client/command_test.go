@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,7 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/08-client/fakecluster"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/fakecluster"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/syncbuf"
 )
 
 // The secrets of these tests: each must reach only where its test says.
@@ -564,23 +564,6 @@ func TestDoctorCommand(t *testing.T) {
 	}
 }
 
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // --watch prints what changed between polls, as an agent's pod cache sees it.
 func TestWatch(t *testing.T) {
 	web := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "w-1"}}
@@ -595,7 +578,7 @@ func TestWatch(t *testing.T) {
 	o := &clientOptions{now: func() time.Time { return testNow }}
 	o.opts.ServiceAccountDir = e.serviceAccountDir
 	cmd := newClientCommand(ctx, o)
-	var out, errOut syncBuffer
+	var out, errOut syncbuf.Buffer
 	cmd.SetOut(&out)
 	cmd.SetErr(&errOut)
 	cmd.SetArgs([]string{"--kubeconfig", kc, "--node", "n1", "--watch", "--interval", "20ms"})

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/08-client/fakecluster"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/08-client/kubeletclient"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/fakecluster"
 )
 
 // doctor asks the apiserver who the kubelet's credentials are (SelfSubjectReview), sending it

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/08-client/fakecluster"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/fakecluster"
 )
 
 // The apiserver's node proxy passes a kubelet's redirect on to the client (to another host

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/08-client/fakecluster"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/fakecluster"
 )
 
 var (

@@ -13,7 +13,7 @@ import (
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/lab"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/lab/dockerd"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/lab/labtest"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/tier"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/tier"
 )
 
 // BenchmarkMinikubeStart measures real minikube in the lab, from `minikube start` (the lab's

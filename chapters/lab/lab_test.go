@@ -17,7 +17,7 @@ import (
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/lab"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/lab/dockerd"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/lab/labtest"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/tier"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/tier"
 )
 
 // The minikube the lab runs is minikube's own build: the module k8s.io/minikube, at the

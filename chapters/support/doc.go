@@ -1,5 +1,13 @@
-// Package support is not a lesson: its sub-packages hold what several chapters use but none of
-// them teaches — the kubectl-style pod table (podtable), a test certificate authority (pki),
-// klog capture (kubeletlog), a TokenReview/SubjectAccessReview server for tests
-// (reviewserver) and the side-by-side benchmarks' ratios (benchratio). A chapter imports earlier chapters' packages and these, never a later chapter.
+// Package support is not a lesson: its sub-packages hold what several chapters use at run time
+// but none of them teaches. Each imports no chapter.
+//
+//   - podtable: pods printed as `kubectl get pods` lays them out (chapters 04, 05, 07, 08);
+//   - kubeletlog: klog, the kubelet's process-wide logger, pointed at a file or a terminal;
+//   - program: a command run as kubectl reports errors ("error: …", exit 1);
+//   - pki: a throwaway certificate authority for the walkthrough's kubelets and apiservers;
+//   - netns: a program run again in a private network namespace (chapter 07's node address);
+//   - relay: TCP connections joined (chapter 07 publishes its apiserver with it).
+//
+// What only tests use is in chapters/testsupport; the lab's machinery (real minikube and Docker,
+// offline) in chapters/lab.
 package support

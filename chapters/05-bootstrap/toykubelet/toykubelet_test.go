@@ -35,7 +35,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/pki"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/reviewserver"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/reviewserver"
 )
 
 func testPod(name, uid, image string) *v1.Pod {

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/benchratio"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/tier"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/benchratio"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/tier"
 )
 
 // BenchmarkStart measures a cold start of the whole cluster — etcd, apiserver, kubelets — until

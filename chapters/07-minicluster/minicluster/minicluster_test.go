@@ -26,7 +26,7 @@ import (
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/netns"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/tier"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/tier"
 )
 
 // The tests need node addresses that are not loopback and lead nowhere: TestMain runs the test

@@ -15,9 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/08-client/fakecluster"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/08-client/kubeletclient"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/benchratio"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/benchratio"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/fakecluster"
 )
 
 // cluster is a fake apiserver with n Nodes, all served by one fake kubelet.

@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/08-client/fakecluster"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/08-client/kubeletclient"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/fakecluster"
 )
 
 // repoRoot is where the hints' paths ("examples/rbac/") start.

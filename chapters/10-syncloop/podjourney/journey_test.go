@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-syncloop/journeynote"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/tier"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/journeynote"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/tier"
 )
 
 // notePath is the note whose table of steps this package's live run must follow.

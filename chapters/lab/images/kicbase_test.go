@@ -24,7 +24,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/tier"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/tier"
 )
 
 // fakeBaseInputs makes BaseOptions.Bin and BaseOptions.CNI: for each program and CNI plugin, a

@@ -25,7 +25,7 @@ import (
 	"golang.org/x/mod/semver"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/tier"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/tier"
 )
 
 // repoRoot is the module's root, where the Makefile is.

@@ -21,7 +21,7 @@ import (
 	"golang.org/x/mod/modfile"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/lab"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/tier"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/tier"
 )
 
 // Tier is the name tests use for the lab.

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,7 +23,8 @@ import (
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/lab"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/lab/labtest"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/tier"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/syncbuf"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/tier"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/examples/workshop/checks"
 )
 
@@ -180,24 +180,6 @@ const (
 	watchTimeout   = 5 * time.Minute
 )
 
-// syncBuffer collects a command's output while it runs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // run runs one command as written, with bash, in the repository, and checks it against its
 // sample: a watching command runs until its output shows the sample, then gets Ctrl-C (SIGINT to
 // its process group, as a terminal sends it); any other runs to its end, must exit 0 unless its
@@ -214,7 +196,7 @@ func (r *rehearsal) run(c Command, where string, timeout time.Duration) run {
 	cmd := exec.Command("bash", "--noprofile", "--norc", "-c", c.Text)
 	cmd.Dir = r.root
 	cmd.Env = append(append([]string{}, r.env...), r.extraEnv...)
-	var out syncBuffer
+	var out syncbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	start := time.Now()

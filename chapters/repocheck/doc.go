@@ -1,0 +1,19 @@
+// Package repocheck holds the checks that keep the repository together — tests only, run by
+// `make test` (most of them by `make verify`):
+//
+//   - readme_test.go: every chapter README's commands run for real, their output compared with
+//     the README's samples (TestChapterREADMEs; `make update-golden` rewrites the samples, which
+//     is `go test ./chapters/repocheck -run TestChapterREADMEs -update`), with the normalisers
+//     each pinned by a case they must leave alone;
+//   - makerun_test.go: the README's first command, `make run`, run as a reader runs it;
+//   - deps_test.go: the import rules of the layout the README describes, the pinned staging
+//     modules, the client's light dependency graph;
+//   - layout_test.go: the README's layout section and the tree agree;
+//   - linkname_test.go: every //go:linkname declaration against the pinned source;
+//   - makefile_test.go, mains_test.go, platforms_test.go, prerequisites_test.go, bench_test.go:
+//     the Makefile's test commands, one shape of main, where each chapter runs, make test's
+//     prerequisites, the benchmarks' ratios.
+//
+// The notes' citations of the kubelet's source are checked by the notes package itself
+// (notes/citations.go, `make verify-notes`).
+package repocheck
