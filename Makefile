@@ -78,7 +78,7 @@ verify: verify-deps verify-platforms ## Static gates: gofmt, go mod tidy, go vet
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) mod tidy -diff
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout $(TIMEOUT) -run '^(TestImportRules|TestImportProblems|TestPlatforms|TestPlatformProblems|TestSideBySideBenchmarksReportRatios)$$' ./chapters/
+	$(GO) test -count=1 -timeout $(TIMEOUT) -run '^(TestImportRules|TestImportProblems|TestPlatforms|TestPlatformProblems|TestSideBySideBenchmarksReportRatios|TestLayout|TestMarkdownLinks|TestMainShape)$$' ./chapters/repocheck/
 
 # What runs on macOS and Windows as well as on Linux: the chapters that read files, parse flags,
 # talk to a cluster or run minikube, and the workshop's checker. The others run the kubelet's node
