@@ -123,17 +123,16 @@ test-node-components: ## Build the lab (real minikube, its base image and cache)
 	fi
 
 .PHONY: test-readmes
-test-readmes: ## Run every chapter README's commands and compare their output: as this host, as a cgroup v2 host, and with Docker Engine running.
+test-readmes: ## Run every chapter README's commands and compare their output: as this host, as the other cgroup version's host, and with Docker Engine running.
 	.ci/clean-tmp $(GO) test -count=$(README_RUNS) -timeout $(TIMEOUT) -run '^TestChapterREADMEs$$' $(TEST_FLAGS) ./chapters/repocheck/
-	@if [ "$$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ]; then \
-	  echo "This host is cgroup v2: the samples for cgroup v1 hosts are checked by CI."; \
-	elif [ "$$(id -u)" = 0 ]; then \
-	  echo ".ci/cgroup-v2 $(GO) test … ./chapters/repocheck/   # the same READMEs as a cgroup v2 host (but chapter 09: its node needs the machine's own cgroups)"; \
-	  .ci/clean-tmp .ci/cgroup-v2 $(GO) test -count=1 -timeout $(TIMEOUT) -run '^TestChapterREADMEs$$' -skip '^TestChapterREADMEs/09-node$$' $(TEST_FLAGS) ./chapters/repocheck/; \
+	@if [ "$$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ]; then other=v1; else other=v2; fi; \
+	if [ "$$(id -u)" = 0 ]; then \
+	  echo ".ci/cgroup-$$other $(GO) test … ./chapters/repocheck/   # the same READMEs as a cgroup $$other host (but chapter 09: its node needs the machine's own cgroups)"; \
+	  .ci/clean-tmp .ci/cgroup-$$other $(GO) test -count=1 -timeout $(TIMEOUT) -run '^TestChapterREADMEs$$' -skip '^TestChapterREADMEs/09-node$$' $(TEST_FLAGS) ./chapters/repocheck/; \
 	elif [ "$${CI:-}" = true ]; then \
-	  echo "CI=true: the READMEs must also be run as a cgroup v2 host, which on this cgroup v1 host needs root"; exit 1; \
+	  echo "CI=true: the READMEs must also be run as a cgroup $$other host, which needs root to simulate"; exit 1; \
 	else \
-	  echo "Skipped: the READMEs as a cgroup v2 host (this host is cgroup v1; simulating v2 needs root)."; \
+	  echo "Skipped: the READMEs as a cgroup $$other host (simulating it needs root)."; \
 	fi
 	@if [ "$$(id -u)" = 0 ]; then \
 	  echo ".ci/with-docker $(GO) test … ./chapters/repocheck/   # the same READMEs on a laptop where Docker Engine runs (but chapter 09: it runs its own)"; \
