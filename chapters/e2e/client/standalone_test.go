@@ -89,8 +89,7 @@ func TestTokenNeverLogged(t *testing.T) {
 	token, err := readFile(s.tokens["reader"])
 	require.NoError(t, err)
 	bin := filepath.Join(t.TempDir(), "client")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Dir = ".."
+	build := exec.Command("go", "build", "-o", bin, "github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/08-client")
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 
