@@ -128,6 +128,7 @@ var englishOnly = map[string]string{
 	"examples":  "`examples/`",
 	"README.md": "`README.md`",
 	"Makefile":  "`Makefile`",
+	".ci":       "`.ci/`",
 }
 
 // TestChineseReadmeSaysWhatIsEnglish: every part of the repository outside notes/ that a Chinese

@@ -55,8 +55,26 @@ var flagSets = []flagSet{
 		func(fs *pflag.FlagSet) error { options.AddGlobalFlags(fs); return nil }},
 }
 
-// describe prints the anatomy of the real command.
+// describe prints the anatomy of the real command: main's three lines, then what each of them
+// builds or adds, section by section.
 func describe(ctx context.Context, out io.Writer) error {
+	describeMain(out)
+	if err := describeCommand(ctx, out); err != nil {
+		return err
+	}
+	if err := describeFlagSets(out); err != nil {
+		return err
+	}
+	describeWhyByHand(out)
+	if err := describeCLIRun(ctx, out); err != nil {
+		return err
+	}
+	describeSafeModes(out)
+	return nil
+}
+
+// describeMain prints main, the three lines the rest takes apart.
+func describeMain(out io.Writer) {
 	fmt.Fprint(out, `cmd/kubelet/kubelet.go, func main, is three lines:
 
     command := app.NewKubeletCommand(context.Background())
@@ -64,65 +82,92 @@ func describe(ctx context.Context, out io.Writer) error {
     os.Exit(code)
 
 `)
-	// 1. The command itself, as NewKubeletCommand builds it.
+}
+
+// describeCommand prints section 1: the command itself, as NewKubeletCommand builds it. Cobra
+// parses none of its flags.
+func describeCommand(ctx context.Context, out io.Writer) error {
 	kubelet := app.NewKubeletCommand(ctx)
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	tw := newTable(out)
 	fmt.Fprintln(out, "1. app.NewKubeletCommand(ctx) builds a cobra command:")
 	fmt.Fprintf(tw, "     Use\t%s\t\n", kubelet.Use)
 	fmt.Fprintf(tw, "     DisableFlagParsing\t%t\tcobra hands every argument to RunE unparsed\n", kubelet.DisableFlagParsing)
 	fmt.Fprintf(tw, "     SilenceUsage\t%t\tno usage text after a runtime error\n", kubelet.SilenceUsage)
 	fmt.Fprintf(tw, "     flags cobra knows\t%d\tthe kubelet keeps its flags away from cobra\n", countFlags(kubelet.Flags()))
-	if err := tw.Flush(); err != nil {
+	return tw.Flush()
+}
+
+// describeFlagSets prints section 2: the flags RunE parses itself, set by set, and how many of
+// them are deprecated.
+func describeFlagSets(out io.Writer) error {
+	counts, err := countFlagSets()
+	if err != nil {
 		return err
 	}
-
-	// 2. The flags RunE parses itself, set by set.
 	total, deprecated := 1, 0 // --help is added last, on its own
-	type row struct {
-		name, what    string
-		n, deprecated int
-		examples      []string
-	}
-	var rows []row
-	for _, set := range flagSets {
-		fs := pflag.NewFlagSet(set.name, pflag.ContinueOnError)
-		if err := set.add(fs); err != nil {
-			return err
-		}
-		r := row{name: set.name, what: set.what}
-		var names []string
-		fs.VisitAll(func(f *pflag.Flag) {
-			names = append(names, "--"+f.Name)
-			if f.Deprecated != "" {
-				r.deprecated++
-			}
-		})
-		r.n, r.examples = len(names), names[:min(3, len(names))]
-		total += r.n
-		deprecated += r.deprecated
-		rows = append(rows, r)
+	for _, c := range counts {
+		total += c.n
+		deprecated += c.deprecated
 	}
 	fmt.Fprintf(out, "\n2. RunE parses the arguments into its own flag set: %d flags, %d of them deprecated.\n", total, deprecated)
+	tw := newTable(out)
 	fmt.Fprintf(tw, "     set\tflags\tdeprecated\t\n")
-	for _, r := range rows {
-		fmt.Fprintf(tw, "     %s\t%d\t%d\t%s (%s, …)\n", r.name, r.n, r.deprecated, r.what, strings.Join(r.examples, ", "))
+	for _, c := range counts {
+		fmt.Fprintf(tw, "     %s\t%d\t%d\t%s (%s, …)\n", c.name, c.n, c.deprecated, c.what, strings.Join(c.examples, ", "))
 	}
 	fmt.Fprintf(tw, "     --help\t1\t0\tadded last, by hand\n")
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-
 	fmt.Fprint(out, `
    Deprecated does not mean gone: almost every KubeletConfiguration flag still works, but the
    supported place for those settings is the --config file.
+`)
+	return nil
+}
 
+// flagSetCount is one of flagSets, counted.
+type flagSetCount struct {
+	flagSet
+	n, deprecated int
+	examples      []string // the first three flags' names
+}
+
+// countFlagSets fills each of flagSets into a flag set of its own and counts its flags.
+func countFlagSets() ([]flagSetCount, error) {
+	var counts []flagSetCount
+	for _, set := range flagSets {
+		fs := pflag.NewFlagSet(set.name, pflag.ContinueOnError)
+		if err := set.add(fs); err != nil {
+			return nil, err
+		}
+		c := flagSetCount{flagSet: set}
+		var names []string
+		fs.VisitAll(func(f *pflag.Flag) {
+			names = append(names, "--"+f.Name)
+			if f.Deprecated != "" {
+				c.deprecated++
+			}
+		})
+		c.n, c.examples = len(names), names[:min(3, len(names))]
+		counts = append(counts, c)
+	}
+	return counts, nil
+}
+
+// describeWhyByHand prints section 3: why RunE parses its flags itself.
+func describeWhyByHand(out io.Writer) {
+	fmt.Fprint(out, `
 3. Why parse by hand: once --config is loaded, RunE parses the same arguments a second time
    over the loaded file, so that a flag on the command line beats the file (kubernetes#56171).
    Chapter 02 shows it on a real configuration file.
 `)
+}
 
-	// 4. What cli.Run adds: run the real command through it, with --help only.
-	kubelet = app.NewKubeletCommand(ctx)
+// describeCLIRun prints section 4: what cli.Run adds around a command, seen on the real command
+// after running it through cli.Run with --help only.
+func describeCLIRun(ctx context.Context, out io.Writer) error {
+	kubelet := app.NewKubeletCommand(ctx)
 	var help bytes.Buffer
 	kubelet.SetArgs([]string{"--help"})
 	kubelet.SetOut(&help)
@@ -146,13 +191,21 @@ func describe(ctx context.Context, out io.Writer) error {
      the help it printed         %d lines; usage line %q
 `, strings.Join(persistent, " "), kubelet.PersistentPreRun != nil, kubelet.SilenceErrors,
 		strings.Count(help.String(), "\n"), strings.TrimSpace(usage))
+	return nil
+}
 
+// describeSafeModes prints section 5: how to run the real command where that is safe.
+func describeSafeModes(out io.Writer) {
 	fmt.Fprint(out, `
 5. Run the real command yourself, in its two safe modes:
      go run ./chapters/01-entrypoint kubelet --help
      go run ./chapters/01-entrypoint kubelet --version
 `)
-	return nil
+}
+
+// newTable is the tabwriter the sections align their rows with.
+func newTable(out io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 }
 
 func countFlags(fs *pflag.FlagSet) int {

@@ -74,7 +74,12 @@ func TestLabLeavesNothing(t *testing.T) {
 	// (a terminal's foreground job), until minikube's apiserver runs. done receives its end.
 	runUntilRunning := func(t *testing.T) (cmd *exec.Cmd, dir string, done <-chan error) {
 		t.Helper()
-		dir = filepath.Join(t.TempDir(), "lab")
+		// A short directory: the engine's socket path must fit a unix socket's 107 bytes, and a
+		// test's own temporary directory is named after the test.
+		parent, err := os.MkdirTemp("", "kwlab")
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = os.RemoveAll(parent) })
+		dir = filepath.Join(parent, "lab")
 		cmd = exec.Command(labBinary, "run", "--dir", dir, "--components", filepath.Join(root, ".bin/node"), "--minikube", filepath.Join(root, ".bin/minikube"),
 			"--", "bash", "-c", start+" && sleep 600")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -67,16 +67,19 @@ func TestMain(m *testing.M) {
 type example struct {
 	readme     string
 	background bool
-	command    string // as written: go run ./chapters/NN-name ARGS..., or minikube ARGS...
-	chapter    string // the chapter a `go run` builds; "" for minikube
-	arguments  []string
-	samples    []sample
+	// setup is a shell line that prepares files in /tmp for the commands after it (mkdir, cp,
+	// sed into /tmp): run as written, with the test's own /tmp, and it must succeed.
+	setup     bool
+	command   string // as written: go run ./chapters/NN-name ARGS..., or minikube ARGS...
+	chapter   string // the chapter a `go run` builds; "" for minikube
+	arguments []string
+	samples   []sample
 }
 
 // inLab says whether the example is a command of minikube's: a README that has one runs all its
 // commands in a lab (chapters/lab: real minikube on a real Docker engine), as on a reader's
 // laptop with minikube.
-func (ex example) inLab() bool { return ex.chapter == "" }
+func (ex example) inLab() bool { return ex.chapter == "" && !ex.setup }
 
 // sample is an output block. Most are for every host; a block whose fence says ```text cgroup-v1
 // or ```text cgroup-v2 shows what a host of that kind prints, and is compared on such hosts only
@@ -93,6 +96,9 @@ var fence = regexp.MustCompile("(?ms)^```(sh|text)(?: ([\\w-]+))?\n(.*?)^```\n")
 
 // hostKinds are the fence tags a sample may carry.
 var hostKinds = map[string]bool{"cgroup-v1": true, "cgroup-v2": true}
+
+// setupLine is a shell line that writes only under /tmp: mkdir -p /tmp/…, cp … /tmp/…, sed … > /tmp/….
+var setupLine = regexp.MustCompile(`^(mkdir -p /tmp/\S+|cp \S+ /tmp/\S+|sed '[^']*' \S+ > /tmp/\S+)( && (mkdir -p /tmp/\S+|cp \S+ /tmp/\S+))*$`)
 
 // examples finds each ```sh block line holding a `go run ./chapters/...` or a `minikube …`
 // command and pairs it with the ```text blocks that follow it, up to the next command.
@@ -126,6 +132,10 @@ func examples(t *testing.T, readme string) []example {
 					chapter, arguments = strings.TrimPrefix(fields[2], "./chapters/"), fields[3:]
 				case strings.HasPrefix(line, "minikube "):
 					arguments = fields[1:]
+				case setupLine.MatchString(line):
+					flush()
+					out = append(out, example{readme: readme, command: line, setup: true})
+					continue
 				default:
 					continue
 				}
@@ -428,6 +438,13 @@ func TestChapterREADMEs(t *testing.T) {
 			var replaced []sample
 			var outputs []string
 			for _, ex := range exs {
+				if ex.setup {
+					cmd := exec.Command("bash", "-c", strings.ReplaceAll(ex.command, "/tmp/", string(tmp)+"/"))
+					cmd.Dir = ".."
+					out, err := cmd.CombinedOutput()
+					require.NoError(t, err, "%s: `%s`: %s", readme, ex.command, out)
+					continue
+				}
 				if ex.background {
 					startBackground(t, program(ex), ex, tmp)
 					continue
@@ -662,8 +679,8 @@ func TestEveryCommandShowsACgroupV2Host(t *testing.T) {
 	commands := 0
 	for _, readme := range readmes {
 		for _, ex := range examples(t, readme) {
-			if ex.background {
-				continue // a server started for the commands after it: it shows no output of its own
+			if ex.background || ex.setup {
+				continue // a server started for the commands after it, or files made for them: no output of their own
 			}
 			commands++
 			assert.NotNil(t, ex.sampleFor("cgroup-v2"), "%s: `%s` shows no output for a cgroup v2 host (an untagged ```text block, or ```text cgroup-v2)", readme, ex.command)
@@ -679,4 +696,20 @@ func TestScratch(t *testing.T) {
 		s.arguments([]string{"--kubeconfig", "/tmp/k.kubeconfig", "--out=/tmp/a"}))
 	assert.Equal(t, "kubeconfig: /tmp/k.kubeconfig", s.output("kubeconfig: /x/TestChapter123/k.kubeconfig"))
 	assert.Equal(t, "/tmpfile", s.output("/tmpfile"))
+}
+
+// TestSetupLine pins which shell lines of a README the harness runs to prepare files: those that
+// write under /tmp only.
+func TestSetupLine(t *testing.T) {
+	for line, want := range map[string]bool{
+		"mkdir -p /tmp/web-edit && cp examples/static-pods/web.yaml /tmp/web-edit/":                       true,
+		"sed 's/nginx-slim:0.27/nginx-slim:0.26/' examples/static-pods/web.yaml > /tmp/web-edit/web.yaml": true,
+		"rm -rf /tmp/web-edit":                          false,
+		"cp examples/static-pods/web.yaml examples/x":   false,
+		"sed -i 's/a/b/' examples/static-pods/web.yaml": false,
+		"curl -s http://127.0.0.1:PORT/pods":            false,
+		"mkdir -p /tmp/a; rm -rf /":                     false,
+	} {
+		assert.Equal(t, want, setupLine.MatchString(line), line)
+	}
 }

@@ -95,7 +95,52 @@ spec:
 // Record starts the real kubelet with an empty static pod directory, records Go's execution
 // trace while it adds, edits and deletes a manifest there, and returns the trace.
 func Record(ctx context.Context, opts Options) (*Recording, error) {
-	logger := klog.FromContext(ctx)
+	r, err := newRecorder(opts)
+	if err != nil {
+		return nil, err
+	}
+	defer r.removeDir()
+
+	// The trace starts before the kubelet does, so that every goroutine the kubelet starts is
+	// created inside it, with its creator's stack.
+	tr, err := startTrace()
+	if err != nil {
+		return nil, err
+	}
+	defer tr.stop()
+
+	stopKubelet, err := r.start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer stopKubelet()
+	if err := r.add(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.edit(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.delete(ctx); err != nil {
+		return nil, err
+	}
+	return r.stopTrace(tr), nil
+}
+
+// recorder is one journey under way: its options, the static pod directory and the manifest
+// in it, the running kubelet and its probes' notebook, and what the run has learnt so far.
+type recorder struct {
+	opts Options
+	dir  string // the static pod directory
+	path string // the manifest, in dir
+	rec  *Recording
+
+	book    *notebook
+	k       *realkubelet.Kubelet
+	started time.Time
+}
+
+// newRecorder fills in the defaults of opts and makes the static pod directory, empty.
+func newRecorder(opts Options) (*recorder, error) {
 	if opts.Timeout == 0 {
 		opts.Timeout = 30 * time.Second
 	}
@@ -106,154 +151,205 @@ func Record(ctx context.Context, opts Options) (*Recording, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	rec := &Recording{Pod: "default/" + podName + "-" + opts.NodeName, WaitedForRestart: opts.WaitForRestart}
+	return &recorder{
+		opts: opts,
+		dir:  dir,
+		path: filepath.Join(dir, podName+".yaml"),
+		rec:  &Recording{Pod: "default/" + podName + "-" + opts.NodeName, WaitedForRestart: opts.WaitForRestart},
+	}, nil
+}
 
-	// The trace starts before the kubelet does, so that every goroutine the kubelet starts is
-	// created inside it, with its creator's stack.
-	var buf bytes.Buffer
-	if err := trace.Start(&buf); err != nil {
-		return nil, fmt.Errorf("start the execution tracer: %w", err)
-	}
-	tracing := true
-	stopTrace := func() {
-		if tracing {
-			trace.Stop()
-			tracing = false
-		}
-	}
-	defer stopTrace()
+func (r *recorder) removeDir() { _ = os.RemoveAll(r.dir) }
 
-	book := newNotebook()
-	start := time.Now()
+// start runs the real kubelet on the empty static pod directory, its CRI runtime service and
+// its TracerProvider wrapped in the probes (probe.go), and returns once its sync loop waits for
+// work, with the func that stops the kubelet. Before any pod, the kubelet's first
+// updateRuntimeUp finds the runtime ready and starts the runtime-dependent modules; the sync
+// loop iterates once the runtime is up and PLEG has relisted, and sleeps between checks before
+// that. Its first housekeeping (every 2s, HandlePodCleanups) lists the runtime's sandboxes:
+// from then on it waits in its select, and the journey begins.
+func (r *recorder) start(ctx context.Context) (stop func(), err error) {
+	r.book = newNotebook()
+	r.started = time.Now()
 	k, err := realkubelet.Start(ctx, realkubelet.Options{
-		NodeName:      opts.NodeName,
-		StaticPodPath: dir,
+		NodeName:      r.opts.NodeName,
+		StaticPodPath: r.dir,
 		SecurePort:    -1,
 		Dependencies: func(deps *kubelet.Dependencies) {
-			deps.RemoteRuntimeService = &runtimeProbe{RuntimeService: deps.RemoteRuntimeService, book: book, latency: runtimeLatency}
-			deps.TracerProvider = tracerProbe{book: book}
+			deps.RemoteRuntimeService = &runtimeProbe{RuntimeService: deps.RemoteRuntimeService, book: r.book, latency: runtimeLatency}
+			deps.TracerProvider = tracerProbe{book: r.book}
 		},
 	})
 	if err != nil {
 		return nil, err
 	}
-	defer k.Stop()
+	r.k = k
+	if err := r.wait(ctx, "the sync loop's first housekeeping", firstHousekeeping); err != nil {
+		k.Stop()
+		return nil, err
+	}
+	return k.Stop, nil
+}
 
-	wait := func(what string, match func(note) bool) error {
-		ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
-		defer cancel()
-		return book.waitFor(ctx, what, match)
+// add drops the manifest into the directory. The file source's inotify watch sees it, the
+// config merge sends ADD, and the sync loop's HandlePodAdditions starts a pod worker for the
+// new UID, whose SyncPod creates the sandbox and starts the container; PLEG sees the container
+// run, and the sync loop wakes the worker for a second SyncPod. add returns once that one has
+// ended, with the pod's UID in rec.UIDs[0].
+func (r *recorder) add(ctx context.Context) error {
+	klog.FromContext(ctx).V(1).Info("Adding the manifest", "path", r.path)
+	if err := r.mark(ctx, PhaseAdd); err != nil {
+		return err
 	}
-	// syncedTwice matches once uid's container started and a second SyncPod has ended: the one
-	// PLEG asked for after seeing the container run.
-	syncedTwice := func(uid *string) func(note) bool {
-		started, ends := false, 0
-		return func(n note) bool {
-			if *uid == "" && n.Name == "StartContainer" {
-				*uid = n.UID
-			}
-			if n.UID != *uid || *uid == "" {
-				return false
-			}
-			switch n.Name {
-			case "StartContainer":
-				started = true
-			case "end syncPod":
-				if started {
-					ends++
-				}
-			}
-			return ends >= 2
-		}
+	if err := r.put(1); err != nil {
+		return err
 	}
-	ended := func(name, uid string) func(note) bool {
-		return func(n note) bool { return n.Name == "end "+name && n.UID == uid }
-	}
+	return r.wait(ctx, "the pod to run", syncedTwice(&r.rec.UIDs[0]))
+}
 
-	path := filepath.Join(dir, podName+".yaml")
-	// put writes the manifest whole under a name the file source ignores (a leading dot), then
-	// renames it into place: one inotify event, never a half-written file.
-	put := func(version int) error {
-		tmp := filepath.Join(dir, "."+podName+".yaml.tmp")
-		if err := os.WriteFile(tmp, []byte(manifest(version)), 0o644); err != nil {
-			return err
-		}
-		return os.Rename(tmp, path)
+// edit rewrites the manifest with a new label. A static pod's UID is a hash of its manifest, so
+// the merge sends REMOVE for the old UID and ADD for the new one: the old version's pod worker
+// runs SyncTerminatingPod, then SyncTerminatedPod, while a new worker may not start the new
+// version until the old one has terminated, and once refused waits for the pod workers'
+// back-off. edit returns once the old version has terminated, with the new UID (read from
+// /pods) in rec.UIDs[1]; with Options.WaitForRestart, once the new version runs.
+func (r *recorder) edit(ctx context.Context) error {
+	klog.FromContext(ctx).V(1).Info("Editing the manifest", "path", r.path)
+	if err := r.mark(ctx, PhaseEdit); err != nil {
+		return err
 	}
-	// mark settles first: each file operation finds the kubelet waiting, as it would find it
-	// on a quiet node, so that the trace shows what the operation itself sets off.
-	mark := func(phase string) error {
-		time.Sleep(settleTime)
-		if err := book.settle(ctx, settleTime); err != nil {
-			return err
-		}
-		trace.Log(ctx, categoryJourney, phase)
-		return nil
+	if err := r.put(2); err != nil {
+		return err
 	}
+	if err := r.wait(ctx, "the old version to terminate", ended("syncTerminatedPod", r.rec.UIDs[0])); err != nil {
+		return err
+	}
+	var err error
+	if r.rec.UIDs[1], err = podUID(ctx, r.k, r.rec.UIDs[0]); err != nil {
+		return err
+	}
+	if r.opts.WaitForRestart {
+		return r.wait(ctx, "the new version to run", syncedTwice(&r.rec.UIDs[1]))
+	}
+	return nil
+}
 
-	// The sync loop iterates once the runtime is up and PLEG has relisted; before that it
-	// sleeps between checks. Its first housekeeping (every 2s, HandlePodCleanups) lists the
-	// runtime's sandboxes: from then on it waits in its select, and the journey begins.
-	housekeeping := func(n note) bool {
-		return n.Name == "ListPodSandbox" && slices.ContainsFunc(n.Callers, func(fn string) bool {
-			return strings.HasSuffix(fn, ".(*Kubelet).HandlePodCleanups")
-		})
+// delete removes the manifest: the merge sends REMOVE, and the sync loop's HandlePodRemoves
+// wakes the new version's pod worker. By default that worker never started the new version:
+// it returns, and delete waits until /pods lists no pod. With Options.WaitForRestart the new
+// version runs, and delete waits for its SyncTerminatedPod.
+func (r *recorder) delete(ctx context.Context) error {
+	klog.FromContext(ctx).V(1).Info("Deleting the manifest", "path", r.path)
+	if err := r.mark(ctx, PhaseDelete); err != nil {
+		return err
 	}
-	if err := wait("the sync loop's first housekeeping", housekeeping); err != nil {
-		return nil, err
+	if err := os.Remove(r.path); err != nil {
+		return err
 	}
+	if r.opts.WaitForRestart {
+		return r.wait(ctx, "the pod to terminate", ended("syncTerminatedPod", r.rec.UIDs[1]))
+	}
+	return waitGone(ctx, r.k, r.opts.Timeout)
+}
 
-	logger.V(1).Info("Adding the manifest", "path", path)
-	if err := mark(PhaseAdd); err != nil {
-		return nil, err
-	}
-	if err := put(1); err != nil {
-		return nil, err
-	}
-	if err := wait("the pod to run", syncedTwice(&rec.UIDs[0])); err != nil {
-		return nil, err
-	}
-
-	logger.V(1).Info("Editing the manifest", "path", path)
-	if err := mark(PhaseEdit); err != nil {
-		return nil, err
-	}
-	if err := put(2); err != nil {
-		return nil, err
-	}
-	if err := wait("the old version to terminate", ended("syncTerminatedPod", rec.UIDs[0])); err != nil {
-		return nil, err
-	}
-	if rec.UIDs[1], err = podUID(ctx, k, rec.UIDs[0]); err != nil {
-		return nil, err
-	}
-	if opts.WaitForRestart {
-		if err := wait("the new version to run", syncedTwice(&rec.UIDs[1])); err != nil {
-			return nil, err
-		}
-	}
-
-	logger.V(1).Info("Deleting the manifest", "path", path)
-	if err := mark(PhaseDelete); err != nil {
-		return nil, err
-	}
-	if err := os.Remove(path); err != nil {
-		return nil, err
-	}
-	if opts.WaitForRestart {
-		if err := wait("the pod to terminate", ended("syncTerminatedPod", rec.UIDs[1])); err != nil {
-			return nil, err
-		}
-	} else if err := waitGone(ctx, k, opts.Timeout); err != nil {
-		return nil, err
-	}
-	// Let the pod worker that was told to stop return; it does so right after it is woken.
+// stopTrace lets the pod worker that the delete told to stop return (it does so right after it
+// is woken), then stops the trace and completes the recording.
+func (r *recorder) stopTrace(tr *executionTrace) *Recording {
 	time.Sleep(200 * time.Millisecond)
-	stopTrace()
-	rec.Elapsed = time.Since(start)
-	rec.Trace = buf.Bytes()
-	return rec, nil
+	r.rec.Trace = tr.stop()
+	r.rec.Elapsed = time.Since(r.started)
+	return r.rec
+}
+
+// put writes the manifest whole under a name the file source ignores (a leading dot), then
+// renames it into place: one inotify event, never a half-written file.
+func (r *recorder) put(version int) error {
+	tmp := filepath.Join(r.dir, "."+podName+".yaml.tmp")
+	if err := os.WriteFile(tmp, []byte(manifest(version)), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, r.path)
+}
+
+// mark settles first: each file operation finds the kubelet waiting, as it would find it on a
+// quiet node, so that the trace shows what the operation itself sets off. Then it marks the
+// phase in the trace.
+func (r *recorder) mark(ctx context.Context, phase string) error {
+	time.Sleep(settleTime)
+	if err := r.book.settle(ctx, settleTime); err != nil {
+		return err
+	}
+	trace.Log(ctx, categoryJourney, phase)
+	return nil
+}
+
+// wait returns once a probe's note satisfies match, or fails after opts.Timeout.
+func (r *recorder) wait(ctx context.Context, what string, match func(note) bool) error {
+	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+	defer cancel()
+	return r.book.waitFor(ctx, what, match)
+}
+
+// firstHousekeeping matches the sync loop's first housekeeping: HandlePodCleanups listing the
+// runtime's sandboxes.
+func firstHousekeeping(n note) bool {
+	return n.Name == "ListPodSandbox" && slices.ContainsFunc(n.Callers, func(fn string) bool {
+		return strings.HasSuffix(fn, ".(*Kubelet).HandlePodCleanups")
+	})
+}
+
+// syncedTwice matches once uid's container started and a second SyncPod has ended: the one
+// PLEG asked for after seeing the container run. While *uid is empty, the first
+// StartContainer sets it.
+func syncedTwice(uid *string) func(note) bool {
+	started, ends := false, 0
+	return func(n note) bool {
+		if *uid == "" && n.Name == "StartContainer" {
+			*uid = n.UID
+		}
+		if n.UID != *uid || *uid == "" {
+			return false
+		}
+		switch n.Name {
+		case "StartContainer":
+			started = true
+		case "end syncPod":
+			if started {
+				ends++
+			}
+		}
+		return ends >= 2
+	}
+}
+
+// ended matches the end of the span the kubelet opened under name for uid (syncPod,
+// syncTerminatingPod, syncTerminatedPod).
+func ended(name, uid string) func(note) bool {
+	return func(n note) bool { return n.Name == "end "+name && n.UID == uid }
+}
+
+// executionTrace is Go's execution tracer, writing into memory.
+type executionTrace struct {
+	buf     bytes.Buffer
+	tracing bool
+}
+
+func startTrace() (*executionTrace, error) {
+	t := &executionTrace{}
+	if err := trace.Start(&t.buf); err != nil {
+		return nil, fmt.Errorf("start the execution tracer: %w", err)
+	}
+	t.tracing = true
+	return t, nil
+}
+
+// stop stops the tracer, if it still runs, and returns the trace.
+func (t *executionTrace) stop() []byte {
+	if t.tracing {
+		trace.Stop()
+		t.tracing = false
+	}
+	return t.buf.Bytes()
 }
 
 // podUID returns the UID of the pod the kubelet has, other than old.
