@@ -260,30 +260,41 @@ func build(ctx context.Context, spec Spec, opts Options) (Image, error) {
 			return image, err
 		}
 	}
-	tag, err := name.NewTag(spec.Ref)
-	if err != nil {
+	if image.Size, err = writeArchive(image.Archive, stamp, key, spec.Ref, img); err != nil {
 		return image, err
 	}
-	// Written beside the archive and renamed over it: a reader never sees half an archive, and
-	// the stamp is written only once the archive is whole.
-	tmp := image.Archive + ".tmp"
-	if err := tarball.WriteToFile(tmp, tag, img); err != nil {
-		os.Remove(tmp)
-		return image, err
-	}
-	if err := os.Rename(tmp, image.Archive); err != nil {
-		return image, err
-	}
-	if err := os.WriteFile(stamp, []byte(key), 0o644); err != nil {
-		return image, err
-	}
-	st, err := os.Stat(image.Archive)
-	if err != nil {
-		return image, err
-	}
-	image.Size, image.Built = st.Size(), true
+	image.Built = true
 	logger.V(1).Info("Built image", "archive", image.Archive, "bytes", image.Size, "took", time.Since(start))
 	return image, nil
+}
+
+// writeArchive writes img as a docker archive tagged ref, beside path and renamed over it — a
+// reader never sees half an archive — then the stamp of its inputs (key), only once the archive
+// is whole. It returns the archive's size.
+func writeArchive(path, stamp, key, ref string, img v1.Image) (int64, error) {
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		return 0, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return 0, err
+	}
+	tmp := path + ".tmp"
+	if err := tarball.WriteToFile(tmp, tag, img); err != nil {
+		os.Remove(tmp)
+		return 0, err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return 0, err
+	}
+	if err := os.WriteFile(stamp, []byte(key), 0o644); err != nil {
+		return 0, err
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
 }
 
 // epoch dates the images and their files, so that the same inputs give the same archive.

@@ -280,29 +280,10 @@ func BuildBase(ctx context.Context, opts BaseOptions) (Image, error) {
 			return image, err
 		}
 	}
-	tag, err := name.NewTag(opts.Ref)
-	if err != nil {
+	if image.Size, err = writeArchive(opts.Out, stamp, key, opts.Ref, img); err != nil {
 		return image, err
 	}
-	if err := os.MkdirAll(filepath.Dir(opts.Out), 0o755); err != nil {
-		return image, err
-	}
-	tmp := opts.Out + ".tmp"
-	if err := tarball.WriteToFile(tmp, tag, img); err != nil {
-		os.Remove(tmp)
-		return image, err
-	}
-	if err := os.Rename(tmp, opts.Out); err != nil {
-		return image, err
-	}
-	if err := os.WriteFile(stamp, []byte(key), 0o644); err != nil {
-		return image, err
-	}
-	st, err := os.Stat(opts.Out)
-	if err != nil {
-		return image, err
-	}
-	image.Size, image.Built = st.Size(), true
+	image.Built = true
 	logger.V(1).Info("Built the base image", "archive", opts.Out, "bytes", image.Size, "took", time.Since(start))
 	return image, nil
 }
