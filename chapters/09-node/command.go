@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -53,13 +54,11 @@ func (o *nodeOptions) run(ctx context.Context) error {
 	fmt.Fprintln(o.out, "\nWhat happened (seconds after systemd started the kubelet kubeadm had configured):")
 	story.Print(o.out)
 
-	// What the bootstrap ends with: once kube-system's Deployments are Available and its pods
-	// Ready (a node just started is still starting CoreDNS), or after two minutes as it is then.
-	for _, what := range [][]string{{"--for=condition=Available", "deployments"}, {"--for=condition=Ready", "pods"}} {
-		wait := append(bootstory.Kubectl(kc.KubernetesVersion), "wait", what[0], what[1], "--all", "--namespace=kube-system", "--timeout=2m")
-		if _, err := o.minikube.Output(ctx, wait...); err != nil {
-			fmt.Fprintf(o.out, "\n(kube-system's %s are not all %s after two minutes: %v)\n", what[1], strings.TrimPrefix(what[0], "--for=condition="), err)
-		}
+	// What the bootstrap ends with: once every kube-system pod is Ready (a node just started is
+	// still starting CoreDNS, whose Deployment minikube scales down to one), or after two minutes
+	// as it is then.
+	if err := bootstory.WaitSettled(ctx, o.minikube, kc.KubernetesVersion, 2*time.Minute); err != nil {
+		fmt.Fprintf(o.out, "\n(%v)\n", err)
 	}
 	kubectl := append(bootstory.Kubectl(kc.KubernetesVersion), "get", "nodes,pods", "--all-namespaces")
 	listing, err := o.minikube.Output(ctx, kubectl...)

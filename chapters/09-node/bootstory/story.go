@@ -299,3 +299,116 @@ func (s *Story) Print(w io.Writer) {
 		fmt.Fprintf(w, "  %7s  %-11s  %s\n", offset, "["+e.Source+"]", e.What)
 	}
 }
+
+// WaitSettled waits until every pod of kube-system is Ready and every Deployment there has rolled
+// out (minikube scales CoreDNS down and may restart it: a fresh pod can appear after all were
+// Ready), for two looks in a row, or until timeout, when it says which are not.
+func WaitSettled(ctx context.Context, n Node, version string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	settled := 0
+	var notReady []string
+	for {
+		out, err := n.Output(ctx, append(Kubectl(version), "get", "pods", "--namespace=kube-system", "-o", "json")...)
+		if err != nil {
+			return err
+		}
+		if notReady, err = podsNotReady(out); err != nil {
+			return err
+		}
+		deployments, err := n.Output(ctx, append(Kubectl(version), "get", "deployments", "--namespace=kube-system", "-o", "json")...)
+		if err != nil {
+			return err
+		}
+		rolling, err := deploymentsRolling(deployments)
+		if err != nil {
+			return err
+		}
+		notReady = append(notReady, rolling...)
+		if len(notReady) == 0 {
+			if settled++; settled == 2 {
+				return nil
+			}
+		} else {
+			settled = 0
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kube-system's pods not Ready after %s: %s", timeout, strings.Join(notReady, ", "))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// podsNotReady lists the pods of a `kubectl get pods -o json` that are not Ready; an empty list of
+// pods is not settled either.
+func podsNotReady(list []byte) ([]string, error) {
+	var pods struct {
+		Items []struct {
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+			Status struct {
+				Conditions []struct {
+					Type, Status string
+				} `json:"conditions"`
+			} `json:"status"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(list, &pods); err != nil {
+		return nil, fmt.Errorf("kubectl get pods: %w", err)
+	}
+	if len(pods.Items) == 0 {
+		return []string{"(no pod yet)"}, nil
+	}
+	var notReady []string
+	for _, p := range pods.Items {
+		ready := false
+		for _, c := range p.Status.Conditions {
+			ready = ready || (c.Type == "Ready" && c.Status == "True")
+		}
+		if !ready {
+			notReady = append(notReady, p.Metadata.Name)
+		}
+	}
+	return notReady, nil
+}
+
+// deploymentsRolling lists the Deployments of a `kubectl get deployments -o json` that have not
+// rolled out: not yet observed, or with replicas not updated, not available, or old ones left.
+func deploymentsRolling(list []byte) ([]string, error) {
+	var deployments struct {
+		Items []struct {
+			Metadata struct {
+				Name       string `json:"name"`
+				Generation int64  `json:"generation"`
+			} `json:"metadata"`
+			Spec struct {
+				Replicas *int32 `json:"replicas"`
+			} `json:"spec"`
+			Status struct {
+				ObservedGeneration int64 `json:"observedGeneration"`
+				Replicas           int32 `json:"replicas"`
+				UpdatedReplicas    int32 `json:"updatedReplicas"`
+				AvailableReplicas  int32 `json:"availableReplicas"`
+			} `json:"status"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(list, &deployments); err != nil {
+		return nil, fmt.Errorf("kubectl get deployments: %w", err)
+	}
+	var rolling []string
+	for _, d := range deployments.Items {
+		want := int32(1)
+		if d.Spec.Replicas != nil {
+			want = *d.Spec.Replicas
+		}
+		st := d.Status
+		if st.ObservedGeneration < d.Metadata.Generation || st.UpdatedReplicas != want || st.AvailableReplicas != want || st.Replicas != want {
+			rolling = append(rolling, "deployment/"+d.Metadata.Name)
+		}
+	}
+	return rolling, nil
+}

@@ -136,3 +136,48 @@ func TestShellQuote(t *testing.T) {
 		assert.Equal(t, want, shellQuote(in), in)
 	}
 }
+
+func TestPodsNotReady(t *testing.T) {
+	pod := func(name, ready string) string {
+		return `{"metadata":{"name":"` + name + `"},"status":{"conditions":[{"type":"Ready","status":"` + ready + `"}]}}`
+	}
+	tests := []struct {
+		name, list string
+		want       []string
+	}{
+		{"all Ready", `{"items":[` + pod("etcd-minikube", "True") + `,` + pod("coredns-1", "True") + `]}`, nil},
+		{"one starting", `{"items":[` + pod("etcd-minikube", "True") + `,` + pod("coredns-2", "False") + `]}`, []string{"coredns-2"}},
+		{"no condition yet", `{"items":[{"metadata":{"name":"kube-proxy-x"},"status":{}}]}`, []string{"kube-proxy-x"}},
+		{"no pod yet", `{"items":[]}`, []string{"(no pod yet)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := podsNotReady([]byte(tt.list))
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestDeploymentsRolling(t *testing.T) {
+	d := func(name string, gen, observed int64, replicas, status, updated, available int32) string {
+		return fmt.Sprintf(`{"metadata":{"name":%q,"generation":%d},"spec":{"replicas":%d},"status":{"observedGeneration":%d,"replicas":%d,"updatedReplicas":%d,"availableReplicas":%d}}`,
+			name, gen, replicas, observed, status, updated, available)
+	}
+	tests := []struct {
+		name, list string
+		want       []string
+	}{
+		{"rolled out", `{"items":[` + d("coredns", 3, 3, 1, 1, 1, 1) + `]}`, nil},
+		{"scaled down, the old pod still there", `{"items":[` + d("coredns", 2, 2, 1, 2, 1, 1) + `]}`, []string{"deployment/coredns"}},
+		{"restarted, the new pod not available yet", `{"items":[` + d("coredns", 4, 4, 1, 2, 1, 1) + `,` + d("other", 1, 1, 1, 1, 1, 0) + `]}`, []string{"deployment/coredns", "deployment/other"}},
+		{"not yet observed", `{"items":[` + d("coredns", 5, 4, 1, 1, 1, 1) + `]}`, []string{"deployment/coredns"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := deploymentsRolling([]byte(tt.list))
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
