@@ -313,11 +313,36 @@ func (ev *Evidence) Chain(g xtrace.GoID, t xtrace.Time, at Stack, stop func(xtra
 			break
 		}
 		chain = append(chain, e)
+		if c, ok := ev.createdJustBefore(g, e); ok {
+			// The goroutine that woke g had just created it: one hand-off in two steps (a new
+			// pod worker that reached its receive before UpdatePod's send, a race the trace
+			// records either way). Both are told, the creation first.
+			chain = append(chain, c)
+			e = c
+		}
 		seen[e.From] = true
 		g, t, at = e.From, e.Time, e.Stack
 	}
 	slices.Reverse(chain)
 	return chain
+}
+
+// createdJustBefore returns the creation of g when wake, a wake-up of g, came from the
+// goroutine that created it with nothing else making g runnable in between.
+func (ev *Evidence) createdJustBefore(g xtrace.GoID, wake Edge) (Edge, bool) {
+	if wake.Create {
+		return Edge{}, false
+	}
+	in := ev.In[g]
+	for i := len(in) - 1; i > 0; i-- {
+		if in[i].Time == wake.Time && in[i].From == wake.From {
+			if prev := in[i-1]; prev.Create && prev.From == wake.From {
+				return prev, true
+			}
+			return Edge{}, false
+		}
+	}
+	return Edge{}, false
 }
 
 // Find returns the first hit after t matching name and uid (uid "" matches any).

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	xtrace "golang.org/x/exp/trace"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/journeynote"
@@ -77,6 +78,38 @@ func TestResumes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.want, resumes(tt.blocked, at))
+		})
+	}
+}
+
+// TestChainAcrossANewWorker follows the causes of a new pod worker's first CRI call. Whether
+// the worker blocked on its channel before UpdatePod's send is a scheduling race: the chain
+// holds the creation either way, and the wake-up too when the trace has one.
+func TestChainAcrossANewWorker(t *testing.T) {
+	const mux, syncLoop, worker, pleg = 2, 1, 3, 4
+	inSelect := frames("syncLoopIteration", "2749", "syncLoop", "2707", "Run", "2001")
+	handler := frames("UpdatePod", "973", "HandlePodAdditions", "2944", "syncLoopIteration", "2765", "syncLoop", "2707", "Run", "2001")
+	send := frames("UpdatePod", "996", "HandlePodAdditions", "2944", "syncLoopIteration", "2765", "syncLoop", "2707", "Run", "2001")
+	inLoop := frames("podWorkerLoop", "1247", "UpdatePod.func1", "978")
+	sandbox := frames("SyncPod", "2054", "podWorkerLoop.func1", "1319", "podWorkerLoop", "1328", "UpdatePod.func1", "978")
+
+	configSent := Edge{Time: 5, From: mux, To: syncLoop, Blocked: inSelect, Reason: "select"}
+	created := Edge{Time: 10, From: syncLoop, To: worker, Create: true, Stack: handler}
+	woken := Edge{Time: 11, From: syncLoop, To: worker, Stack: send, Blocked: inLoop, Reason: "chan receive"}
+	plegWoke := Edge{Time: 15, From: pleg, To: worker, Blocked: inLoop, Reason: "chan receive"}
+	tests := []struct {
+		name     string
+		toWorker []Edge
+		want     []Edge
+	}{
+		{"the send came first: nothing woke the worker", []Edge{created}, []Edge{configSent, created}},
+		{"the worker waited first: its creator woke it", []Edge{created, woken}, []Edge{configSent, created, woken}},
+		{"another goroutine woke it later", []Edge{created, plegWoke}, []Edge{plegWoke}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ev := &Evidence{In: map[xtrace.GoID][]Edge{syncLoop: {configSent}, worker: tt.toWorker}}
+			assert.Equal(t, tt.want, ev.Chain(worker, 20, sandbox, nil))
 		})
 	}
 }
