@@ -151,9 +151,6 @@ func Start(ctx context.Context, opts Options) (*Kubelet, error) {
 		KubeletReadOnlyPort: readOnlyPort,
 		MaxPods:             110,
 	})
-	if err := rehome(flags, config); err != nil {
-		return nil, err
-	}
 	k := &Kubelet{NodeName: opts.NodeName, RootDir: flags.RootDirectory, Config: config}
 	ctx, k.cancel = context.WithCancel(ctx)
 	started := false
@@ -272,43 +269,9 @@ func (k *Kubelet) Stop() {
 			k.runtime.Stop()
 		}
 		if k.RootDir != "" {
-			removeRootDir(k.RootDir)
+			_ = os.RemoveAll(k.RootDir)
 		}
 	})
-}
-
-// rehome moves the kubelet's root directory from where kubemark makes it (always /tmp, whatever
-// TMPDIR says) to this program's temporary directory (os.TempDir: TMPDIR where it is set), so
-// that a run given a temporary directory of its own, as each of make test's stages is, keeps
-// everything there and can check that nothing was left.
-func rehome(flags *options.KubeletFlags, config *kubeletconfig.KubeletConfiguration) error {
-	made := flags.RootDirectory
-	root, err := os.MkdirTemp("", "hollow-kubelet.")
-	if err != nil {
-		return fmt.Errorf("make the kubelet's root directory: %w", err)
-	}
-	logs := filepath.Join(root, "pod-logs")
-	if err := os.Mkdir(logs, 0o750); err != nil {
-		_ = os.RemoveAll(root)
-		return fmt.Errorf("make the kubelet's pod log directory: %w", err)
-	}
-	flags.RootDirectory, config.PodLogsDir = root, logs
-	return os.RemoveAll(made)
-}
-
-// removeRootDir removes the kubelet's root directory once the kubelet has stopped. Its
-// goroutines do not all end the moment its context does: a pod worker in the middle of a sync
-// can make its pod's directories again just after they were removed. So the removal is
-// repeated until the directory has stayed gone for half a second (for five seconds at most).
-func removeRootDir(dir string) {
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		_ = os.RemoveAll(dir)
-		time.Sleep(500 * time.Millisecond)
-		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) || time.Now().After(deadline) {
-			return
-		}
-	}
 }
 
 // Get sends GET path to the read-only server and returns the response body.
