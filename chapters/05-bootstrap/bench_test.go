@@ -13,6 +13,9 @@ import (
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/benchratio"
 )
 
+// The benchmark's kubelets are stopped, not gone: what their pod workers make again is removed last.
+func TestMain(m *testing.M) { os.Exit(realkubelet.RunTests(m)) }
+
 // BenchmarkNewManifestVisible measures, for the toy and for the real kubelet side by side, the
 // time from a new manifest landing in the static pod directory (an atomic rename, as editors and
 // `minikube cp` do) to the pod being listed by /pods on the read-only port. The real side reports

@@ -19,7 +19,10 @@
 // (pkg/kubelet/server/server.go, ListenAndServeKubeletServer), so after Stop the ports stay
 // bound until the process exits; Stop cancels the kubelet's context, stops the fake runtime and
 // removes the temporary directories. A listen failure makes the kubelet call os.Exit(1), so
-// ports are chosen here, once per process, never handed out twice.
+// ports are chosen here, once per process, never handed out twice. Nor does the sync loop
+// watch the context (pkg/kubelet/kubelet.go, syncLoopIteration): a stopped kubelet's pod
+// workers go on syncing until the process exits, and each sync makes its pod's directories
+// again. A process that goes on after Stop — a test binary — calls RemoveRootDirs last.
 package realkubelet
 
 import (
@@ -151,6 +154,9 @@ func Start(ctx context.Context, opts Options) (*Kubelet, error) {
 		KubeletReadOnlyPort: readOnlyPort,
 		MaxPods:             110,
 	})
+	if err := rehome(ctx, flags, config); err != nil {
+		return nil, err
+	}
 	k := &Kubelet{NodeName: opts.NodeName, RootDir: flags.RootDirectory, Config: config}
 	ctx, k.cancel = context.WithCancel(ctx)
 	started := false
@@ -269,10 +275,81 @@ func (k *Kubelet) Stop() {
 			k.runtime.Stop()
 		}
 		if k.RootDir != "" {
-			_ = os.RemoveAll(k.RootDir)
+			stopped.Lock()
+			stopped.dirs = append(stopped.dirs, k.RootDir)
+			stopped.Unlock()
+			removeAll(k.RootDir)
 		}
 	})
 }
+
+// stopped are the root directories of the kubelets this process has stopped.
+var stopped struct {
+	sync.Mutex
+	dirs []string
+}
+
+// RemoveRootDirs removes once more the root directory of every kubelet this process has
+// stopped: their pod workers, still running, may have made their pods' directories again since
+// Stop removed them. A process that goes on after Stop calls it last, just before it exits —
+// a test package's TestMain after m.Run (RunTests does both).
+func RemoveRootDirs() {
+	stopped.Lock()
+	defer stopped.Unlock()
+	for _, dir := range stopped.dirs {
+		removeAll(dir)
+	}
+}
+
+// RunTests runs a test package's tests and then RemoveRootDirs; it returns m.Run's exit code.
+// The TestMain of every package whose tests start a kubelet is os.Exit(realkubelet.RunTests(m)).
+func RunTests(m interface{ Run() int }) int {
+	code := m.Run()
+	RemoveRootDirs()
+	return code
+}
+
+// removeAll removes dir, trying again a few times if a pod worker was making a directory in it
+// at that moment (the removal then fails with "directory not empty").
+func removeAll(dir string) {
+	for range 5 {
+		if os.RemoveAll(dir) == nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// rehome moves the kubelet's root directory from where kubemark makes it (/tmp, whatever TMPDIR
+// says) into this program's temporary directory (os.TempDir: TMPDIR where it is set), so that
+// a run given a temporary directory of its own — each of make test's stages is — keeps
+// everything there and can check that nothing was left. The kubelet listens on unix sockets
+// inside its root directory, whose paths may not be longer than 107 bytes: when TMPDIR is too
+// long for them, kubemark's directory stays.
+func rehome(ctx context.Context, flags *options.KubeletFlags, config *kubeletconfig.KubeletConfiguration) error {
+	made := flags.RootDirectory
+	// The longest socket path under the root directory: device-plugins/kubelet.sock, and
+	// os.MkdirTemp's random suffix is at most 10 digits.
+	if n := len(filepath.Join(os.TempDir(), "hollow-kubelet.0123456789", "device-plugins", "kubelet.sock")); n > maxSocketPath {
+		klog.FromContext(ctx).V(1).Info("TMPDIR is too long for the kubelet's sockets; its root directory stays in /tmp", "TMPDIR", os.TempDir())
+		return nil
+	}
+	root, err := os.MkdirTemp("", "hollow-kubelet.")
+	if err != nil {
+		return fmt.Errorf("make the kubelet's root directory: %w", err)
+	}
+	logs := filepath.Join(root, "pod-logs")
+	if err := os.Mkdir(logs, 0o750); err != nil {
+		_ = os.RemoveAll(root)
+		return fmt.Errorf("make the kubelet's pod log directory: %w", err)
+	}
+	flags.RootDirectory, config.PodLogsDir = root, logs
+	return os.RemoveAll(made)
+}
+
+// maxSocketPath is the longest path a unix socket may have on Linux (sun_path, 108 bytes with
+// its terminating NUL).
+const maxSocketPath = 107
 
 // Get sends GET path to the read-only server and returns the response body.
 func (k *Kubelet) Get(ctx context.Context, path string) ([]byte, error) {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,12 +93,67 @@ func TestTwoKubeletsInOneProcess(t *testing.T) {
 	assert.Contains(t, err.Error(), "405 Method Not Allowed: Debug endpoints are disabled.")
 }
 
+// Every kubelet this package's tests start and stop is removed again after the tests: pod
+// workers outlive Stop (see RemoveRootDirs).
+func TestMain(m *testing.M) { os.Exit(RunTests(m)) }
+
+// The root directory is made in TMPDIR (kubemark makes it in /tmp whatever TMPDIR says), unless
+// TMPDIR is too long for the kubelet's sockets. Stop removes it, and RemoveRootDirs removes
+// what a stopped kubelet's pod workers made there again.
 func TestStopRemovesRootDir(t *testing.T) {
-	k := start(t, Options{StaticPodPath: t.TempDir()})
-	require.DirExists(t, k.RootDir)
-	k.Stop()
-	k.Stop() // idempotent
-	assert.NoDirExists(t, k.RootDir)
+	long := filepath.Join(os.TempDir(), strings.Repeat("d", 80))
+	tests := []struct {
+		name      string
+		tmpdir    string // TMPDIR for the kubelet; empty: the test's own
+		manifests string
+		wantIn    string // the root directory's parent; empty: TMPDIR
+	}{
+		{name: "no pods, TMPDIR of its own", tmpdir: "own"},
+		{name: "pods running", manifests: staticPods},
+		{name: "TMPDIR too long for sockets", tmpdir: long, wantIn: "/tmp"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			manifests := tt.manifests
+			if manifests == "" {
+				manifests = t.TempDir()
+			}
+			switch tt.tmpdir {
+			case "":
+			case "own":
+				// Made by hand, not t.TempDir: under the test's long name the sockets would not fit.
+				dir, err := os.MkdirTemp("", "rk")
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = os.RemoveAll(dir) })
+				t.Setenv("TMPDIR", dir)
+			default:
+				t.Setenv("TMPDIR", tt.tmpdir)
+			}
+			want := tt.wantIn
+			if want == "" {
+				want = os.TempDir()
+			}
+			k := start(t, Options{StaticPodPath: manifests})
+			require.DirExists(t, k.RootDir)
+			assert.Equal(t, want, filepath.Dir(k.RootDir))
+			if tt.manifests != "" {
+				waitForPods(t, http.DefaultClient, k.ReadOnlyURL, manifestCount(t))
+			}
+			k.Stop()
+			k.Stop() // idempotent
+			assert.NoDirExists(t, k.RootDir)
+			if tt.tmpdir == "own" {
+				left, err := os.ReadDir(os.TempDir())
+				require.NoError(t, err)
+				assert.Empty(t, left, "what the kubelet left in TMPDIR")
+			}
+
+			// What a stopped kubelet's pod worker does on its next sync; RemoveRootDirs undoes it.
+			require.NoError(t, os.MkdirAll(filepath.Join(k.RootDir, "pods", "0123", "volumes"), 0o750))
+			RemoveRootDirs()
+			assert.NoDirExists(t, k.RootDir)
+		})
+	}
 }
 
 func TestStartErrors(t *testing.T) {

@@ -24,6 +24,7 @@ import (
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/realkubelet"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/netns"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/tier"
@@ -44,14 +45,15 @@ func TestMain(m *testing.M) {
 		os.Exit(code)
 	} else if err != nil {
 		noNetns = fmt.Errorf("no private network namespace could be made (%w); these tests never use this machine's own address", err)
-		os.Exit(m.Run())
+		os.Exit(realkubelet.RunTests(m))
 	}
 	ip, _ := netns.Inside()
 	os.Exit(runWithCluster(m, ip))
 }
 
-// runWithCluster runs the tests with the components' logs in a file (printed when a test fails)
-// and stops the shared cluster if a test started it.
+// runWithCluster runs the tests with the components' logs in a file (printed when a test fails),
+// stops the shared cluster if a test started it and removes what stopped kubelets made again
+// (realkubelet.RemoveRootDirs).
 func runWithCluster(m *testing.M, ip string) int {
 	logFile, closeLog, err := kubeletlog.ToFile("")
 	if err != nil {
@@ -67,6 +69,7 @@ func runWithCluster(m *testing.M, ip string) int {
 		fmt.Fprintf(os.Stderr, "mini-cluster stopped in %s\n", time.Since(stop).Round(time.Millisecond))
 		_ = os.RemoveAll(staticDir)
 	}
+	realkubelet.RemoveRootDirs()
 	if code != 0 {
 		printLog(logFile)
 	}

@@ -2,6 +2,7 @@ package podjourney
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -11,10 +12,14 @@ import (
 	"github.com/stretchr/testify/require"
 	xtrace "golang.org/x/exp/trace"
 
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/realkubelet"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/journeynote"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/tier"
 )
+
+// The journeys' kubelets are stopped, not gone: what their pod workers make again is removed last.
+func TestMain(m *testing.M) { os.Exit(realkubelet.RunTests(m)) }
 
 // notePath is the note whose table of steps this package's live run must follow.
 const notePath = "../../../notes/10-syncloop.md"

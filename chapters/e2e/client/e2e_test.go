@@ -41,6 +41,7 @@ func TestMain(m *testing.M) {
 	if clusterStarted {
 		cluster.Stop()
 	}
+	realkubelet.RemoveRootDirs() // what the stopped kubelets' pod workers made again
 	os.Exit(code)
 }
 
