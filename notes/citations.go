@@ -625,18 +625,19 @@ func contains(lines []string, symbol string) bool {
 }
 
 // Files lists the files whose citations are checked, under root: the root README, every
-// Markdown file under notes, chapters and examples, every Go file under chapters and examples
+// Markdown file under notes, chapters, examples and .ci, every Go file under chapters and examples
 // (tests included), and the Go files of notes except its tests, whose broken citations are
 // broken on purpose.
 func Files(root string) ([]string, error) {
 	var files []string
-	for _, dir := range []string{"notes", "chapters", "examples"} {
-		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d os.DirEntry, err error) error {
+	for _, dir := range []string{"notes", "chapters", "examples", ".ci"} {
+		top := filepath.Join(root, dir)
+		err := filepath.WalkDir(top, func(path string, d os.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
 			name := d.Name()
-			if d.IsDir() && (name == "testdata" || strings.HasPrefix(name, ".")) {
+			if d.IsDir() && path != top && (name == "testdata" || strings.HasPrefix(name, ".")) {
 				return filepath.SkipDir
 			}
 			isTest := strings.HasSuffix(name, "_test.go")
@@ -645,7 +646,7 @@ func Files(root string) ([]string, error) {
 			}
 			return nil
 		})
-		if err != nil && !(dir == "examples" && errors.Is(err, fs.ErrNotExist)) {
+		if err != nil && !(dir != "notes" && dir != "chapters" && errors.Is(err, fs.ErrNotExist)) {
 			return nil, err
 		}
 	}

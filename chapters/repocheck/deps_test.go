@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -184,17 +185,28 @@ var forwardImports = map[[2]string]string{
 	{"chapters/05-bootstrap/toykubelet", "chapters/06-static-pods/staticpods"}: "the toy's pod source is chapter 06's lesson",
 }
 
-// importProblems applies the layout's rule to one package's imports: a chapter builds on
-// earlier chapters, on support code and on the lab, never on a later chapter (but for
-// forwardImports); support code and the lab import no chapter.
-func importProblems(pkg string, imports []string) []string {
+// importProblems applies the layout's rule to one package's imports, its code's and its tests'
+// together: a chapter builds on earlier chapters, on support code and, in its tests only, on
+// testsupport and the lab; never on a later chapter (but for forwardImports); support code and
+// the lab import no chapter.
+func importProblems(pkg string, code, tests []string) []string {
 	const module = "github.com/kubelet-walkthrough/kubelet-walkthrough/"
 	from, ok := chapterOf(pkg)
 	if !ok {
 		return nil
 	}
 	var problems []string
-	for _, imp := range imports {
+	if from >= 0 {
+		for _, imp := range code {
+			rest := strings.TrimPrefix(imp, module+"chapters/")
+			for _, testOnly := range []string{"testsupport", "lab"} {
+				if rest == testOnly || strings.HasPrefix(rest, testOnly+"/") {
+					problems = append(problems, fmt.Sprintf("%s (chapter %02d) imports %s outside its tests (%s)", pkg, from, testOnly, imp))
+				}
+			}
+		}
+	}
+	for _, imp := range slices.Concat(code, tests) {
 		to, ok := chapterOf(imp)
 		switch {
 		case !ok || to == -1:
@@ -210,14 +222,15 @@ func importProblems(pkg string, imports []string) []string {
 
 // TestImportRules holds every package to the layout README describes.
 func TestImportRules(t *testing.T) {
-	out, err := exec.Command("go", "list", "-e", "-f", "{{.ImportPath}} {{join .Imports \" \"}} {{join .TestImports \" \"}} {{join .XTestImports \" \"}}", "../...").Output()
+	out, err := exec.Command("go", "list", "-e", "-f", "{{.ImportPath}}|{{join .Imports \" \"}}|{{join .TestImports \" \"}} {{join .XTestImports \" \"}}", "../...").Output()
 	require.NoError(t, err)
 	var problems []string
 	packages := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		fields := strings.Fields(line)
+		fields := strings.Split(line, "|")
+		require.Len(t, fields, 3, line)
 		packages++
-		problems = append(problems, importProblems(fields[0], fields[1:])...)
+		problems = append(problems, importProblems(fields[0], strings.Fields(fields[1]), strings.Fields(fields[2]))...)
 	}
 	require.Greater(t, packages, 10)
 	assert.Empty(t, problems)
@@ -228,19 +241,24 @@ func TestImportProblems(t *testing.T) {
 	tests := []struct {
 		name    string
 		pkg     string
-		imports []string
+		imports []string // the code's
+		tests   []string // its tests'
 		want    int
 	}{
-		{"earlier chapter and support", m + "chapters/07-minicluster/minicluster", []string{m + "chapters/04-runkubelet/realkubelet", m + "chapters/support/pki", "k8s.io/api/core/v1"}, 0},
-		{"later chapter", m + "chapters/04-runkubelet", []string{m + "chapters/07-minicluster/minicluster"}, 1},
-		{"support imports a chapter", m + "chapters/support/podtable", []string{m + "chapters/08-client/kubeletclient"}, 1},
-		{"the lab imports a chapter", m + "chapters/lab/labtest", []string{m + "chapters/09-node/bootstory"}, 1},
-		{"a chapter's test uses the lab", m + "chapters/e2e/clientnode", []string{m + "chapters/lab/labtest"}, 0},
-		{"examples may use any chapter", m + "examples/workshop/checks", []string{m + "chapters/08-client/kubeletclient"}, 0},
+		{"earlier chapter and support", m + "chapters/07-minicluster/minicluster", []string{m + "chapters/04-runkubelet/realkubelet", m + "chapters/support/pki", "k8s.io/api/core/v1"}, nil, 0},
+		{"later chapter", m + "chapters/04-runkubelet", []string{m + "chapters/07-minicluster/minicluster"}, nil, 1},
+		{"support imports a chapter", m + "chapters/support/podtable", []string{m + "chapters/08-client/kubeletclient"}, nil, 1},
+		{"the lab imports a chapter", m + "chapters/lab/labtest", []string{m + "chapters/09-node/bootstory"}, nil, 1},
+		{"a test uses the lab", m + "chapters/09-node/bootstory", nil, []string{m + "chapters/lab/labtest"}, 0},
+		{"a test uses testsupport", m + "chapters/05-bootstrap", nil, []string{m + "chapters/testsupport/benchratio"}, 0},
+		{"a chapter's code uses the lab", m + "chapters/09-node", []string{m + "chapters/lab/labtest"}, nil, 1},
+		{"a chapter's code uses testsupport", m + "chapters/10-syncloop/podjourney", []string{m + "chapters/testsupport/journeynote"}, nil, 1},
+		{"a later chapter in a test", m + "chapters/04-runkubelet", nil, []string{m + "chapters/07-minicluster/minicluster"}, 1},
+		{"examples may use any chapter", m + "examples/workshop/checks", []string{m + "chapters/08-client/kubeletclient"}, nil, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Len(t, importProblems(tt.pkg, tt.imports), tt.want)
+			assert.Len(t, importProblems(tt.pkg, tt.imports, tt.tests), tt.want)
 		})
 	}
 }
