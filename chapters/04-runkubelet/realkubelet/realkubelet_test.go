@@ -93,9 +93,19 @@ func TestTwoKubeletsInOneProcess(t *testing.T) {
 	assert.Contains(t, err.Error(), "405 Method Not Allowed: Debug endpoints are disabled.")
 }
 
-// Every kubelet this package's tests start and stop is removed again after the tests: pod
-// workers outlive Stop (see RemoveRootDirs).
-func TestMain(m *testing.M) { os.Exit(RunTests(m)) }
+// Every kubelet this package's tests start and stop is removed again after the tests: its
+// goroutines outlive Stop (see RemoveRootDirs). So are the TMPDIRs tests gave kubelets: a stopped
+// kubelet making its root directory again makes them again too.
+func TestMain(m *testing.M) {
+	code := RunTests(m)
+	for _, dir := range tmpdirs {
+		_ = os.RemoveAll(dir)
+	}
+	os.Exit(code)
+}
+
+// tmpdirs are the TMPDIRs tests made for kubelets, removed by TestMain.
+var tmpdirs []string
 
 // The root directory is made in TMPDIR (kubemark makes it in /tmp whatever TMPDIR says), unless
 // TMPDIR is too long for the kubelet's sockets. Stop removes it, and RemoveRootDirs removes
@@ -124,7 +134,7 @@ func TestStopRemovesRootDir(t *testing.T) {
 				// Made by hand, not t.TempDir: under the test's long name the sockets would not fit.
 				dir, err := os.MkdirTemp("", "rk")
 				require.NoError(t, err)
-				t.Cleanup(func() { _ = os.RemoveAll(dir) })
+				tmpdirs = append(tmpdirs, dir)
 				t.Setenv("TMPDIR", dir)
 			default:
 				t.Setenv("TMPDIR", tt.tmpdir)
