@@ -418,6 +418,7 @@ func TestChapterREADMEs(t *testing.T) {
 
 	for _, readme := range readmes {
 		t.Run(filepath.Dir(readme), func(t *testing.T) {
+			holdTemporaryDirectory(t)
 			if strings.HasPrefix(readme, "07-") || strings.HasPrefix(readme, "08-") {
 				tier.Require(t, "private network", noNetns)
 			}
@@ -503,6 +504,35 @@ func compareJourney(t *testing.T, readme, command, sample, got string) {
 	assert.NoError(t, journeynote.Follows(got, steps), "%s: the output of `%s` does not follow %s:\n%s", readme, command, journeyNote, got)
 	assert.Equal(t, normalize(journeynote.Prose(sample)), normalize(journeynote.Prose(got)),
 		"%s: the output of `%s` says something else than the README besides its steps (make update-golden rewrites it)", readme, command)
+}
+
+// holdTemporaryDirectory fails a README's test if its commands leave anything in the temporary
+// directory they share with the test (os.TempDir; make test gives each stage one of its own).
+// It checks when the README's test ends, after its background commands have stopped: a chapter
+// removes what it made, also when stopped with Ctrl-C. The test's own directories (t.TempDir,
+// named after the test) are not the chapter's.
+func holdTemporaryDirectory(t *testing.T) {
+	entries := func() []string {
+		list, err := os.ReadDir(os.TempDir())
+		require.NoError(t, err)
+		var names []string
+		for _, e := range list {
+			if !strings.HasPrefix(e.Name(), "Test") {
+				names = append(names, e.Name())
+			}
+		}
+		return names
+	}
+	before := entries()
+	t.Cleanup(func() {
+		var left []string
+		for _, name := range entries() {
+			if !slices.Contains(before, name) {
+				left = append(left, name)
+			}
+		}
+		assert.Empty(t, left, "what the README's commands left in %s", os.TempDir())
+	})
 }
 
 // startLab starts a lab for a README's commands, stopped when the README's test is done: it must

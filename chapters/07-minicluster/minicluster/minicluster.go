@@ -335,8 +335,8 @@ func (c *Cluster) startNode(ctx context.Context, name string, issue issueFunc) (
 	return node, nil
 }
 
-// Stop stops the kubelets, the apiserver and etcd, and removes the working directory if Start
-// made it.
+// Stop stops the kubelets, the apiserver and etcd, removes the working directory if Start made
+// it, and last the kubelets' root directories once more (realkubelet.RemoveRootDirs).
 func (c *Cluster) Stop() {
 	for _, n := range c.Nodes {
 		n.Kubelet.Stop()
@@ -353,6 +353,9 @@ func (c *Cluster) Stop() {
 	if c.removeDir {
 		_ = os.RemoveAll(c.Dir)
 	}
+	// The stopped kubelets' goroutines went on while the apiserver stopped, and may have made
+	// their pods' directories again: removed last.
+	realkubelet.RemoveRootDirs()
 }
 
 // WaitForNodesReady waits until every node is registered and Ready.
