@@ -241,8 +241,12 @@ func normalizePort(match string) string {
 // temporaryNames are the prefixes of what the chapters make in the temporary directory, each
 // followed by the random number os.MkdirTemp or os.CreateTemp gives it: only that number varies.
 // The directory is the run's os.TempDir, or /tmp as the READMEs' samples show it.
-var temporaryNames = regexp.MustCompile(`(?:/tmp|` + regexp.QuoteMeta(os.TempDir()) + `)` +
-	`/(kubelet-walkthrough-(?:lab-|03-)?|hollow-kubelet\.|minicluster-(?:relay-|tb-)?|toy-kubelet-|syncloop-manifests-)\d+`)
+var temporaryNames = regexp.MustCompile(`(?:/tmp|` + regexp.QuoteMeta(os.TempDir()) + `)/(` + temporaryPrefixes + `)\d+`)
+
+const temporaryPrefixes = `kubelet-walkthrough-(?:lab-|03-)?|hollow-kubelet\.|minicluster-(?:relay-|tb-)?|toy-kubelet-|syncloop-manifests-`
+
+// chaptersTemporary matches the names of what the chapters make in the temporary directory.
+var chaptersTemporary = regexp.MustCompile(`^(` + temporaryPrefixes + `)\d+`)
 
 // hostValues are what chapter 03 marks "[this host]": the machine's hostname, and whether a
 // container runtime listens at the kubelet's default endpoint — each alternative the chapter
@@ -507,17 +511,19 @@ func compareJourney(t *testing.T, readme, command, sample, got string) {
 }
 
 // holdTemporaryDirectory fails a README's test if its commands leave anything in the temporary
-// directory they share with the test (os.TempDir; make test gives each stage one of its own).
-// It checks when the README's test ends, after its background commands have stopped: a chapter
-// removes what it made, also when stopped with Ctrl-C. The test's own directories (t.TempDir,
-// named after the test) are not the chapter's.
+// directory they share with the test (os.TempDir). It checks when the README's test ends, after
+// its background commands have stopped: a chapter removes what it made, also when stopped with
+// Ctrl-C. The test's own directories (t.TempDir, named after the test) are not the chapter's.
+// In a TMPDIR of the run's own (make test gives each stage one) anything new is held; in a
+// shared /tmp, where other programs come and go, only what the chapters name theirs.
 func holdTemporaryDirectory(t *testing.T) {
+	_, own := os.LookupEnv("TMPDIR")
 	entries := func() []string {
 		list, err := os.ReadDir(os.TempDir())
 		require.NoError(t, err)
 		var names []string
 		for _, e := range list {
-			if !strings.HasPrefix(e.Name(), "Test") {
+			if !strings.HasPrefix(e.Name(), "Test") && (own || chaptersTemporary.MatchString(e.Name())) {
 				names = append(names, e.Name())
 			}
 		}
