@@ -86,6 +86,11 @@ const keeperArg = "__kubelet-walkthrough-docker-keeper"
 
 // Requirements says what this machine lacks to run an engine (nil: nothing).
 func Requirements() error {
+	// Root first: a normal user's PATH often lacks /usr/sbin, where dockerd is, and root is what
+	// it lacks in the first place.
+	if !RealRoot() {
+		return errors.New("a Docker engine in namespaces of its own needs root (the machine's: uid 0 in a user namespace is not)")
+	}
 	var missing []string
 	for _, p := range []struct{ program, pkg string }{
 		{"dockerd", "docker.io"}, {"docker", "docker.io"}, {"runc", "runc"}, {"ip", "iproute2"},
@@ -96,9 +101,6 @@ func Requirements() error {
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("a Docker engine needs %s on PATH: apt-get install docker.io", strings.Join(missing, ", "))
-	}
-	if !RealRoot() {
-		return errors.New("a Docker engine in namespaces of its own needs root (the machine's: uid 0 in a user namespace is not)")
 	}
 	return nil
 }
