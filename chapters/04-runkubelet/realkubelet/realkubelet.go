@@ -291,8 +291,8 @@ var stopped struct {
 
 // RemoveRootDirs removes once more the root directory of every kubelet this process has
 // stopped: their goroutines, still running, may have made directories there again since Stop
-// removed it (a pod worker's sync makes its pod's). A process that goes on after Stop calls it last, just before it exits —
-// a test package's TestMain after m.Run (RunTests does both).
+// removed it (a pod worker's sync makes its pod's). A process that goes on after Stop calls it
+// last, just before it exits: a test package's TestMain after m.Run (RunTests does both).
 func RemoveRootDirs() {
 	stopped.Lock()
 	defer stopped.Unlock()

@@ -114,11 +114,12 @@ func TestStopRemovesRootDir(t *testing.T) {
 	long := filepath.Join(os.TempDir(), strings.Repeat("d", 80))
 	tests := []struct {
 		name      string
-		tmpdir    string // TMPDIR for the kubelet; empty: the test's own
+		ownTmpdir bool   // a TMPDIR made for the kubelet, which must stay empty
+		tmpdir    string // else TMPDIR for the kubelet; empty: the test's own
 		manifests string
 		wantIn    string // the root directory's parent; empty: TMPDIR
 	}{
-		{name: "no pods, TMPDIR of its own", tmpdir: "own"},
+		{name: "no pods, TMPDIR of its own", ownTmpdir: true},
 		{name: "pods running", manifests: staticPods},
 		{name: "TMPDIR too long for sockets", tmpdir: long, wantIn: "/tmp"},
 	}
@@ -128,15 +129,13 @@ func TestStopRemovesRootDir(t *testing.T) {
 			if manifests == "" {
 				manifests = t.TempDir()
 			}
-			switch tt.tmpdir {
-			case "":
-			case "own":
+			if tt.ownTmpdir {
 				// Made by hand, not t.TempDir: under the test's long name the sockets would not fit.
 				dir, err := os.MkdirTemp("", "rk")
 				require.NoError(t, err)
 				tmpdirs = append(tmpdirs, dir)
 				t.Setenv("TMPDIR", dir)
-			default:
+			} else if tt.tmpdir != "" {
 				t.Setenv("TMPDIR", tt.tmpdir)
 			}
 			want := tt.wantIn
@@ -152,7 +151,7 @@ func TestStopRemovesRootDir(t *testing.T) {
 			k.Stop()
 			k.Stop() // idempotent
 			assert.NoDirExists(t, k.RootDir)
-			if tt.tmpdir == "own" {
+			if tt.ownTmpdir {
 				left, err := os.ReadDir(os.TempDir())
 				require.NoError(t, err)
 				assert.Empty(t, left, "what the kubelet left in TMPDIR")
