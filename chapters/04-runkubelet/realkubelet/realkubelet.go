@@ -180,6 +180,12 @@ func Start(ctx context.Context, opts Options) (*Kubelet, error) {
 	config.Authentication.Anonymous.Enabled = !opts.DenyAnonymous
 	config.Authentication.Webhook.Enabled = opts.Webhook
 	config.Authorization.Mode = kubeletconfig.KubeletAuthorizationModeAlwaysAllow
+	// makeIPTablesUtilChains (default true) has the kubelet's Run add KUBE-IPTABLES-HINT,
+	// KUBE-FIREWALL with jumps from INPUT and OUTPUT, and KUBE-KUBELET-CANARY to the netfilter of
+	// the network namespace it runs in, and watch them for good (initNetworkUtil,
+	// pkg/kubelet/kubelet_network_linux.go): as root in the host's namespace that is the reader's
+	// firewall, changed for good. These kubelets run no pod networking that would need them.
+	config.MakeIPTablesUtilChains = false
 	if opts.Webhook {
 		config.Authorization.Mode = kubeletconfig.KubeletAuthorizationModeWebhook
 	}
