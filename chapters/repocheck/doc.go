@@ -12,7 +12,9 @@
 //   - linkname_test.go: every //go:linkname declaration against the pinned source;
 //   - makefile_test.go, mains_test.go, platforms_test.go, prerequisites_test.go, bench_test.go:
 //     the Makefile's test commands, one shape of main, where each chapter runs, make test's
-//     prerequisites, the benchmarks' ratios.
+//     prerequisites, the benchmarks' ratios;
+//   - skips_test.go: every skip goes through chapters/testsupport/tier (which fails under CI=true
+//     what CI promises), but for the few listed, each saying why it is not a tier's.
 //
 // The notes' citations of the kubelet's source are checked by the notes package itself
 // (notes/citations.go, `make verify-notes`).

@@ -1,6 +1,7 @@
 package repocheck
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/lab/dockerd"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/tier"
 )
 
 // TestPrerequisites runs .ci/prerequisites (make test's first step) on a machine that has none of
@@ -53,11 +55,11 @@ func TestPrerequisites(t *testing.T) {
 				case os.Geteuid() != 0: // a normal user already
 					args = append([]string{"/bin/bash"}, args...)
 				default: // uid 0 in a user namespace (the README runs' TestMain): setpriv cannot leave it
-					t.Skip("uid 0 in a user namespace can neither run the script as a normal user nor stand for the machine's root")
+					tier.Unavailable(t, "root", errors.New("uid 0 in a user namespace can neither run the script as a normal user nor stand for the machine's root"))
 				}
 			} else {
 				if !dockerd.RealRoot() {
-					t.Skip("the root case needs the machine's root")
+					tier.Unavailable(t, "root", errors.New("the root case needs the machine's root"))
 				}
 				args = append([]string{"/bin/bash"}, args...)
 			}

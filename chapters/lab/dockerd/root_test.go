@@ -1,12 +1,15 @@
 package dockerd
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/tier"
 )
 
 func TestRealRoot(t *testing.T) {
@@ -38,7 +41,7 @@ func TestRequirementsInAUserNamespace(t *testing.T) {
 		return
 	}
 	if out, err := exec.Command("unshare", "--user", "--map-root-user", "true").CombinedOutput(); err != nil {
-		t.Skipf("no user namespace can be made here: %v: %s", err, out)
+		tier.Unavailable(t, "user namespace", fmt.Errorf("no user namespace can be made here: %w: %s", err, out))
 	}
 	cmd := exec.Command("unshare", "--user", "--map-root-user", os.Args[0], "-test.run=^TestRequirementsInAUserNamespace$", "-test.count=1", "-test.v")
 	cmd.Env = append(os.Environ(), "DOCKERD_TEST_IN_USERNS=1")
