@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
-	"os/exec"
 	"regexp"
 	"slices"
 	"strconv"
@@ -384,29 +382,3 @@ func checkDaemonSet(ctx context.Context, env Env) (Result, error) {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// checkCoding runs a coding exercise's test against the attendee's code.
-func checkCoding(dir string) func(context.Context, Env) (Result, error) {
-	return func(ctx context.Context, env Env) (Result, error) {
-		var r Result
-		cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "./examples/workshop/"+dir+"/")
-		cmd.Dir = env.Root
-		cmd.Env = append(os.Environ(), "WORKSHOP_EXERCISE=1")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			// The assertions' own messages say what is wrong; testify prints them as "Messages:".
-			var said []string
-			for _, line := range strings.Split(string(out), "\n") {
-				if _, msg, ok := strings.Cut(line, "Messages:"); ok {
-					said = append(said, strings.TrimSpace(msg))
-				}
-			}
-			if len(said) == 0 {
-				lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-				said = lines[max(0, len(lines)-8):]
-			}
-			r.missing("the exercise's test to pass; it says:\n      %s\n    (the whole output: go test ./examples/workshop/%s/ with WORKSHOP_EXERCISE=1)", strings.Join(said, "\n      "), dir)
-		}
-		return r, nil
-	}
-}

@@ -1,0 +1,109 @@
+package checks
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+)
+
+// checkCoding runs a coding exercise's test, by name, against the attendee's code, and passes
+// only when go test says that very test passed: a test file deleted, a test renamed or skipped,
+// or "no tests to run" fail, each saying so (go test alone exits 0 on all of them).
+func checkCoding(dir, file, test string) func(context.Context, Env) (Result, error) {
+	return func(ctx context.Context, env Env) (Result, error) {
+		var r Result
+		cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-run", "^"+test+"$", "-v", "-json", "./examples/workshop/"+dir+"/")
+		cmd.Dir = env.Root
+		cmd.Env = append(os.Environ(), "WORKSHOP_EXERCISE=1")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		var exit *exec.ExitError
+		if err != nil && !errors.As(err, &exit) {
+			return r, fmt.Errorf("go test ./examples/workshop/%s/: %w", dir, err)
+		}
+		if missing := testVerdict(test, "examples/workshop/"+dir+"/"+file, out, stderr.Bytes(), err == nil); missing != "" {
+			r.missing("%s\n    (the whole output: WORKSHOP_EXERCISE=1 go test -run '^%s$' -v ./examples/workshop/%s/)", missing, test, dir)
+		}
+		return r, nil
+	}
+}
+
+// testEvent is a line of go test -json (cmd/test2json).
+type testEvent struct {
+	Action string
+	Test   string
+	Output string
+}
+
+// testVerdict reads go test -json's events for the run of one test, from file: "" when exactly
+// that test passed (none of its subtests failed or skipped, and go test succeeded), else what is
+// missing, and why.
+func testVerdict(test, file string, stdout, stderr []byte, succeeded bool) string {
+	var passed, failed bool
+	var skipped, said, logged, all []string
+	scanner := bufio.NewScanner(bytes.NewReader(stdout))
+	scanner.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
+	for scanner.Scan() {
+		var e testEvent
+		if err := json.Unmarshal(scanner.Bytes(), &e); err != nil || e.Action == "" {
+			all = append(all, scanner.Text()) // not an event: the go command's own words
+			continue
+		}
+		line := strings.TrimRight(e.Output, "\n")
+		if line != "" {
+			all = append(all, line)
+		}
+		if e.Test != test && !strings.HasPrefix(e.Test, test+"/") {
+			continue
+		}
+		switch e.Action {
+		case "pass":
+			passed = passed || e.Test == test
+		case "fail":
+			failed = true
+		case "skip":
+			skipped = append(skipped, e.Test)
+		case "output":
+			// The assertions' own messages say what is wrong; testify prints them as "Messages:".
+			if _, msg, ok := strings.Cut(line, "Messages:"); ok {
+				said = append(said, strings.TrimSpace(msg))
+			}
+			// t.Log, t.Skip and t.Error lines: "    file_test.go:22: text".
+			if t := strings.TrimSpace(line); strings.Contains(t, ".go:") && !strings.HasPrefix(t, "---") && !strings.HasPrefix(t, "===") {
+				logged = append(logged, t)
+			}
+		}
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(stderr)), "\n") {
+		if line != "" {
+			all = append(all, line)
+		}
+	}
+	last := func(lines []string, n int) string { return strings.Join(lines[max(0, len(lines)-n):], "\n      ") }
+	output := strings.Join(all, "\n")
+	switch {
+	case failed || (passed && !succeeded):
+		if len(said) > 0 {
+			return "the exercise's test to pass; it says:\n      " + last(said, len(said))
+		}
+		return "the exercise's test to pass; it says:\n      " + last(all, 8)
+	case len(skipped) > 0:
+		// A skip proves nothing: the test, or a case of it, did not run.
+		return fmt.Sprintf("the exercise's test to pass, not skip: %s skipped; it says:\n      %s", strings.Join(skipped, ", "), last(logged, 8))
+	case passed:
+		return ""
+	case strings.Contains(output, "[no test files]"):
+		return fmt.Sprintf("the exercise's test to pass: go test found no test file, so %s did not run (restore it: git checkout -- %s)", test, file)
+	case strings.Contains(output, "no tests to run"):
+		return fmt.Sprintf("the exercise's test to pass: go test found no test named %s (restore it: git checkout -- %s)", test, file)
+	default:
+		return "the exercise's test to pass; it says:\n      " + last(all, 8)
+	}
+}
