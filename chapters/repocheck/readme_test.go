@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -248,23 +249,33 @@ const temporaryPrefixes = `kubelet-walkthrough-(?:lab-|03-)?|hollow-kubelet\.|mi
 // chaptersTemporary matches the names of what the chapters make in the temporary directory.
 var chaptersTemporary = regexp.MustCompile(`^(` + temporaryPrefixes + `)\d+`)
 
-// hostValues are what chapter 03 marks "[this host]": the machine's hostname, and whether a
-// container runtime listens at the kubelet's default endpoint — each alternative the chapter
-// prints, and nothing else after the marker.
-var hostValues = regexp.MustCompile(`\[this host\] "[a-z0-9.-]+"|(?:no runtime at|a runtime listens at) (unix://\S+?)(?:, this chapter leaves it alone)? \[this host\]`)
+// hostName is the value chapter 03 marks "[this host]" that only names the machine: its
+// hostname, and nothing else after the marker.
+var hostName = regexp.MustCompile(`\[this host\] "[a-z0-9.-]+"`)
 
-func normalizeHostValue(m string) string {
-	if strings.HasPrefix(m, "[this host]") {
-		return `[this host] "HOSTNAME"`
-	}
-	return "RUNTIME? " + hostValues.FindStringSubmatch(m)[1] + " [this host]"
+// runtimeClaim is chapter 03's other "[this host]" line: whether a container runtime listens at
+// the kubelet's default endpoint. Its two forms mean opposite things, so no normaliser merges
+// them: asThisHost makes the README's sample say what is true on this host, and the program
+// must say the same.
+var runtimeClaim = regexp.MustCompile(`(?m)(no runtime at|a runtime listens at) (unix://\S+?)(?:, this chapter leaves it alone)? \[this host\]`)
+
+// asThisHost rewrites a sample's runtime line to what this host has: a socket at the endpoint,
+// or none. Only the sample is rewritten, never the program's output.
+func asThisHost(sample string) string {
+	return runtimeClaim.ReplaceAllStringFunc(sample, func(m string) string {
+		endpoint := runtimeClaim.FindStringSubmatch(m)[2]
+		if st, err := os.Stat(strings.TrimPrefix(endpoint, "unix://")); err == nil && st.Mode()&os.ModeSocket != 0 {
+			return "a runtime listens at " + endpoint + ", this chapter leaves it alone [this host]"
+		}
+		return "no runtime at " + endpoint + " [this host]"
+	})
 }
 
 var normalizers = []normalizer{
 	{"klog header", regexp.MustCompile(`(?m)^([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ `), func(m string) string { return m[:1] + " " }},
 	{"ephemeral port", portInAddress, normalizePort},
 	{"temporary name", temporaryNames, func(m string) string { return temporaryNames.ReplaceAllString(m, "TMPDIR/${1}N") }},
-	{"machine-dependent value", hostValues, normalizeHostValue},
+	{"machine-dependent value", hostName, replaceWith(`[this host] "HOSTNAME"`)},
 	{"static pod UID", regexp.MustCompile(`\b[0-9a-f]{32}\b`), replaceWith("UID")}, // hashes the manifest's absolute path
 	// The random suffixes of names a controller generates: pod-template hash and pod (apimachinery's
 	// rand.String alphabet has no vowels, no 0, 1, 3: no word of a chapter's own is one).
@@ -481,7 +492,7 @@ func TestChapterREADMEs(t *testing.T) {
 						compareJourney(t, readme, ex.command, want.expected, got)
 						return
 					}
-					assert.Equal(t, normalize(want.expected), normalize(got),
+					assert.Equal(t, normalize(asThisHost(want.expected)), normalize(got),
 						"%s: the output of `%s` differs from the README (make update-golden rewrites it)", readme, ex.command)
 				})
 			}
@@ -624,10 +635,11 @@ func TestNormalize(t *testing.T) {
 			keep:   "the static pods in examples/static-pods/web.yaml, " + tmp + "/kubelet-walkthrough.kubeconfig, " + tmp + "/other-12345",
 		},
 		"machine-dependent value": {
-			change: "node name: [this host] \"vm\"\nno runtime at unix:///run/containerd/containerd.sock [this host]\n" +
+			change: "node name: [this host] \"vm\"", want: "node name: [this host] \"HOSTNAME\"",
+			// Whether a runtime listens is not a value but a claim: asThisHost, not a normaliser.
+			keep: "node name: \"walkthrough\"; [this host] and then anything else\n" +
+				"no runtime at unix:///run/containerd/containerd.sock [this host]\n" +
 				"a runtime listens at unix:///run/containerd/containerd.sock, this chapter leaves it alone [this host]",
-			want: "node name: [this host] \"HOSTNAME\"\nRUNTIME? unix:///run/containerd/containerd.sock [this host]\nRUNTIME? unix:///run/containerd/containerd.sock [this host]",
-			keep: "node name: \"walkthrough\"; [this host] and then anything else; no runtime at unix:///run/crio/crio.sock, said elsewhere",
 		},
 		"generated name": {
 			change: "kube-system   pod/coredns-559f6c778d-mvjkb   1/1   Running", want: "kube-system pod/coredns-GENERATED 1/1 Running",
@@ -676,6 +688,68 @@ func TestNormalize(t *testing.T) {
 		t.Run(n.name, func(t *testing.T) {
 			assert.Equal(t, tt.want, normalize(tt.change), "must change: %q", tt.change)
 			assert.Equal(t, tt.keep, normalize(tt.keep), "must keep: %q", tt.keep)
+		})
+	}
+}
+
+// TestNormalizeKeepsOpposites: lines that mean opposite things stay apart once normalised — the
+// must-keep cases of chapter 03, whose steps ran, failed or were skipped, on a host with or
+// without a runtime, on cgroup v1 or v2.
+func TestNormalizeKeepsOpposites(t *testing.T) {
+	step := func(outcome string) string {
+		return "11. container runtime (PreInitRuntimeService)          server.go#L798-L800   " + outcome
+	}
+	tests := []struct{ name, one, other string }{
+		{"skipped or ran", step("skipped"), step("ran")},
+		{"failed or ran", step("failed"), step("ran")},
+		{"no-op or ran", step("no-op"), step("ran")},
+		{"a runtime or none", "    no runtime at unix:///run/containerd/containerd.sock [this host]",
+			"    a runtime listens at unix:///run/containerd/containerd.sock, this chapter leaves it alone [this host]"},
+		{"cgroup v1 or v2", "    MemoryQoS gate on; this host uses cgroup v1: the kubelet warns that MemoryQoS needs cgroup v2",
+			"    MemoryQoS gate on; this host uses cgroup v2: the kubelet checks the kernel version"},
+		{"the counts", "24 steps: 12 ran here with the real functions, 2 were no-ops for this configuration, 1 failed as they would on this machine, 9 were skipped.",
+			"24 steps: 13 ran here with the real functions, 2 were no-ops for this configuration, 0 failed as they would on this machine, 9 were skipped."},
+		{"anonymous or not", "    anonymous=true, webhook=false, authorization=AlwaysAllow", "    anonymous=false, webhook=false, authorization=AlwaysAllow"},
+		{"the watchdog or none", "    no systemd watchdog here (WATCHDOG_USEC unset): the checker idles", "    systemd watchdog configured: the checker pings it"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.NotEqual(t, normalize(tt.one), normalize(tt.other), "%q and %q normalise to one line", tt.one, tt.other)
+		})
+	}
+}
+
+// TestAsThisHost: the README's runtime line becomes what this host has — a socket at the
+// endpoint or none — whichever the README shows; every other line stays.
+func TestAsThisHost(t *testing.T) {
+	dir, err := os.MkdirTemp("", "sock") // short: a unix socket's path has at most 107 bytes
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	listening := filepath.Join(dir, "listening.sock")
+	l, err := net.Listen("unix", listening)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	file := filepath.Join(dir, "file.sock")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	none := filepath.Join(dir, "none.sock")
+
+	noRuntime := func(path string) string { return "    no runtime at unix://" + path + " [this host]" }
+	runtime := func(path string) string {
+		return "    a runtime listens at unix://" + path + ", this chapter leaves it alone [this host]"
+	}
+	tests := []struct{ name, sample, want string }{
+		{"none shown, one here", noRuntime(listening), runtime(listening)},
+		{"one shown, one here", runtime(listening), runtime(listening)},
+		{"none shown, none here", noRuntime(none), noRuntime(none)},
+		{"one shown, none here", runtime(none), noRuntime(none)},
+		{"a file that is no socket is no runtime", runtime(file), noRuntime(file)},
+		{"other lines stay", "11. container runtime   skipped\n" + noRuntime(none) + "\n12. CRI stats   skipped",
+			"11. container runtime   skipped\n" + noRuntime(none) + "\n12. CRI stats   skipped"},
+		{"a runtime line without the marker stays", "no runtime at unix://" + listening, "no runtime at unix://" + listening},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, asThisHost(tt.sample))
 		})
 	}
 }
