@@ -27,7 +27,7 @@ func NewCommand(ctx context.Context) *cobra.Command {
 		SilenceUsage: true,
 	}
 	cmd.SetContext(ctx)
-	cmd.AddCommand(newRunCommand(), newRootfsCommand(), newImagesCommand(), newBaseImageCommand())
+	cmd.AddCommand(newRunCommand(), newRootfsCommand(), newImagesCommand(), newBaseImageCommand(), newTraceCommand())
 	return cmd
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -27,10 +28,32 @@ type Trace struct {
 	Files []string
 }
 
-// defaultPlaces are where a Docker engine or minikube would write if the lab did not point them
-// elsewhere; the user's home adds .minikube, .kube and .docker.
-var defaultPlaces = []string{"/etc/docker", "/var/lib/docker", "/var/lib/containerd", "/opt/containerd", "/run/docker", "/run/containerd",
-	"/run/docker.sock", "/var/run/docker.pid", "/run/netns", "/etc/cni", "/etc/systemd/system/kubelet.service.d"}
+// defaultPlaces are where a Docker engine, containerd, a kubelet or minikube would write if
+// nothing pointed them elsewhere — all of /etc among them (/etc/docker, /etc/cni/net.d,
+// /etc/kubernetes, a kubelet's systemd drop-in) — and the user's home adds .minikube, .kube and
+// .docker.
+var defaultPlaces = []string{"/etc", "/var/lib/docker", "/var/lib/containerd", "/var/lib/kubelet", "/opt/containerd", "/opt/cni",
+	"/run/docker", "/run/containerd", "/run/docker.sock", "/var/run/docker.pid", "/run/netns"}
+
+// counters are the parts of a netfilter rule that change by themselves while packets pass:
+// nft's "counter packets N bytes M" and iptables-save -c's "[N:M]".
+var counters = regexp.MustCompile(`counter packets [0-9]+ bytes [0-9]+|^\[[0-9]+:[0-9]+\] `)
+
+// NetfilterRule is line as a Trace keeps it: its counters left out, so that a rule whose
+// packets moved (Docker Engine's own while containers talk, say) is still the same rule. It
+// returns false for lines that are not rules: comments (they carry the time), and
+// iptables-save's chain headers (their policy counters move too).
+func NetfilterRule(line string) (string, bool) {
+	if line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, ":") {
+		return "", false
+	}
+	return counters.ReplaceAllStringFunc(line, func(c string) string {
+		if strings.HasPrefix(c, "counter") {
+			return "counter"
+		}
+		return ""
+	}), true
+}
 
 // TakeTrace reads this machine's Trace.
 func TakeTrace() Trace {
@@ -47,9 +70,8 @@ func TakeTrace() Trace {
 	for _, c := range [][]string{{"iptables-save"}, {"ip6tables-save"}, {"iptables-legacy-save"}, {"nft", "list", "ruleset"}} {
 		if out, err := exec.Command(c[0], c[1:]...).Output(); err == nil {
 			for _, line := range strings.Split(string(out), "\n") {
-				// Comments carry the time; counters change by themselves.
-				if line != "" && !strings.HasPrefix(line, "#") && !strings.HasPrefix(line, ":") {
-					t.Netfilter = append(t.Netfilter, c[0]+": "+line)
+				if rule, ok := NetfilterRule(line); ok {
+					t.Netfilter = append(t.Netfilter, c[0]+": "+rule)
 				}
 			}
 		}
