@@ -13,14 +13,12 @@ BIN         := .bin
 # Release builds stamp the version with -ldflags; `go run` leaves v0.0.0-master+$$Format:%H$$.
 GO_LDFLAGS  := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION)
 CHAPTERS    := $(notdir $(wildcard chapters/[0-9][0-9]-*))
-# Packages tested with the race detector: our own concurrent code. Those whose code or tests
-# start the real kubelet (realkubelet, minicluster, and what imports them) are left out: the
-# kubelet's own data races are not ours to fix. So are those whose tests start a minikube cluster
-# in the lab (what imports labtest) and the workshop's rehearsal: once, in test-unit, is enough.
-REAL        := chapters/04-runkubelet/realkubelet chapters/07-minicluster/minicluster
-LABTEST_PKG := chapters/lab/labtest
-REHEARSAL_PKG := examples/workshop/rehearsal
-RACE_PKGS    = $(shell $(GO) list -f '{{.ImportPath}} {{join .Deps " "}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | grep -v -e '$(word 1,$(REAL))' -e '$(word 2,$(REAL))' -e '$(LABTEST_PKG)' -e '$(REHEARSAL_PKG)' | cut -d' ' -f1)
+# Packages tested with the race detector: those with tests whose own code is concurrent
+# (.ci/race-packages). Those whose code or tests start the real kubelet (realkubelet, minicluster,
+# and what imports them) are left out: the kubelet's own data races are not ours to fix. So are
+# those whose tests start a minikube cluster in the lab (what imports labtest) and the workshop's
+# rehearsal: once, in test-unit, is enough.
+RACE_PKGS    = $(shell .ci/race-packages chapters/04-runkubelet/realkubelet chapters/07-minicluster/minicluster chapters/lab/labtest examples/workshop/rehearsal)
 TEST_FLAGS  ?=
 K8S         ?=
 BENCH       ?= .
@@ -93,12 +91,8 @@ CROSS_PLATFORM := chapters/01-entrypoint chapters/02-config chapters/06-static-p
 CROSS_TARGETS  := darwin/arm64 windows/amd64
 
 .PHONY: verify-platforms
-verify-platforms: ## Build for macOS (darwin/arm64) and Windows (windows/amd64) every chapter that runs there (CROSS_PLATFORM).
-	@out=$$(mktemp -d); trap 'rm -rf "$$out"' EXIT; \
-	for target in $(CROSS_TARGETS); do \
-	  echo "GOOS=$${target%/*} GOARCH=$${target#*/} CGO_ENABLED=0 $(GO) build -o <temporary>/$$target/ $(CROSS_PLATFORM:%=./%)"; \
-	  GOOS=$${target%/*} GOARCH=$${target#*/} CGO_ENABLED=0 $(GO) build -o "$$out/$$target/" $(CROSS_PLATFORM:%=./%); \
-	done
+verify-platforms: ## Type-check for macOS (darwin/arm64) and Windows (windows/amd64), from source, every chapter that runs there (CROSS_PLATFORM).
+	$(GO) run ./chapters/repocheck/typecheck $(CROSS_TARGETS:%=--platform %) $(CROSS_PLATFORM:%=./%)
 
 .PHONY: vet
 vet: ## go vet every package.

@@ -1,4 +1,4 @@
-// Package repocheck holds the checks that keep the repository together — tests only, run by
+// Package repocheck holds the checks that keep the repository together — tests, run by
 // `make test` (most of them by `make verify`):
 //
 //   - readme_test.go: every chapter README's commands run for real, their output compared with
@@ -15,6 +15,9 @@
 //     prerequisites, the benchmarks' ratios;
 //   - skips_test.go: every skip goes through chapters/testsupport/tier (which fails under CI=true
 //     what CI promises), but for the few listed, each saying why it is not a tier's.
+//
+// One command lives here too: typecheck (chapters/repocheck/typecheck), which type-checks the
+// chapters that run on macOS and Windows for those platforms, from source (make verify-platforms).
 //
 // The notes' citations of the kubelet's source are checked by the notes package itself
 // (notes/citations.go, `make verify-notes`).
