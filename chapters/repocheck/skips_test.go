@@ -31,8 +31,9 @@ var notTiers = map[string]string{
 	"chapters/07-minicluster/minicluster/tb.go programTB.Skipf": "a testing.TB for a program, not a test: its SkipNow panics",
 }
 
-// skipCalls finds the calls of Skip, Skipf and SkipNow in a Go file, as "FUNCTION" (or
-// "TYPE.METHOD") → the lines they are on.
+// skipCalls finds the calls of Skip, Skipf and SkipNow in a Go file, and of testing.Short (a
+// test that returns on -short passes where it should skip, or fail under CI: tier.Long), as
+// "FUNCTION" (or "TYPE.METHOD") → the lines they are on.
 func skipCalls(fset *token.FileSet, file *ast.File) map[string][]int {
 	found := map[string][]int{}
 	for _, decl := range file.Decls {
@@ -55,8 +56,10 @@ func skipCalls(fset *token.FileSet, file *ast.File) map[string][]int {
 				return true
 			}
 			if sel, ok := call.Fun.(*ast.SelectorExpr); ok {
-				switch sel.Sel.Name {
-				case "Skip", "Skipf", "SkipNow":
+				pkg, _ := sel.X.(*ast.Ident)
+				switch {
+				case sel.Sel.Name == "Skip", sel.Sel.Name == "Skipf", sel.Sel.Name == "SkipNow",
+					sel.Sel.Name == "Short" && pkg != nil && pkg.Name == "testing":
 					found[name] = append(found[name], fset.Position(call.Pos()).Line)
 				}
 			}
@@ -78,6 +81,8 @@ func TestSkipCalls(t *testing.T) {
 		{"at package level", "package x\nvar skip = func(t *testing.T) { t.Skip() }\n", map[string][]int{"package level": {2}}},
 		{"tier is not a skip", "package x\nfunc TestA(t *testing.T) {\n\ttier.Require(t, \"root\", err)\n\ttier.Long(t, \"a build\")\n}\n", map[string][]int{}},
 		{"a method named Skip is declared, not called", "package x\nfunc (r *rec) Skip(a ...any) { r.skipped = true }\n", map[string][]int{}},
+		{"testing.Short, which passes a test that returns", "package x\nfunc TestA(t *testing.T) {\n\tif testing.Short() {\n\t\treturn\n\t}\n}\n", map[string][]int{"TestA": {3}}},
+		{"another package's Short", "package x\nfunc TestA(t *testing.T) {\n\t_ = strings.Short()\n}\n", map[string][]int{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -138,7 +143,7 @@ func TestSkipsGoThroughTier(t *testing.T) {
 	})
 	require.NoError(t, err)
 	sort.Strings(bare)
-	assert.Empty(t, bare, "a skip outside chapters/testsupport/tier: use tier.Require, tier.Unavailable or tier.Long, "+
+	assert.Empty(t, bare, "a skip (or testing.Short) outside chapters/testsupport/tier: use tier.Require, tier.Unavailable or tier.Long, "+
 		"which fail under CI=true what CI promises; a skip that is not a tier's goes in notTiers, saying why")
 	for key := range notTiers {
 		assert.True(t, seen[key], "notTiers lists %q, which no longer skips: remove it", key)
