@@ -7,8 +7,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
+
+	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
 )
 
 // handedOut remembers every port given to a kubelet of this process: the kubelet calls
@@ -18,17 +21,28 @@ var (
 	handedOut = map[int]bool{}
 )
 
-// choosePort returns want when it is positive, 0 (disabled) when it is negative, and a free
-// port on host, not handed out before in this process, when it is 0.
-func choosePort(host string, want int) (int, error) {
-	switch {
-	case want > 0:
-		return want, nil
-	case want < 0:
+// choosePort returns want when it is positive and free on host, 0 (disabled) when it is
+// negative, and a free port on host, not handed out before in this process, when it is 0. A
+// port asked for is tried here, because the kubelet would end the process on it: a port in
+// use, or one this process may not bind, is an error naming the port and the address.
+func choosePort(host, name string, want int) (int, error) {
+	if want < 0 {
 		return 0, nil
 	}
 	portsMu.Lock()
 	defer portsMu.Unlock()
+	if want > 0 {
+		if handedOut[want] {
+			return 0, fmt.Errorf("the kubelet's %s %d on %s: given to another kubelet of this process already", name, want, host)
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(want)))
+		if err != nil {
+			return 0, fmt.Errorf("the kubelet's %s: %w", name, err)
+		}
+		_ = l.Close()
+		handedOut[want] = true
+		return want, nil
+	}
 	for range 100 {
 		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 		if err != nil {
@@ -42,6 +56,33 @@ func choosePort(host string, want int) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("find a free port on %s: every port offered was taken", host)
+}
+
+// chooseSecurePort is choosePort for the HTTPS server, which runs only with Webhook: it serves
+// /logs/, /debug/pprof and PUT /debug/flags/v to whoever its filter lets in.
+func chooseSecurePort(opts Options) (int, error) {
+	if !opts.Webhook {
+		if opts.SecurePort > 0 {
+			return 0, fmt.Errorf("secure port %d: the kubelet's HTTPS server serves /logs/ and /debug/ to whoever it lets in, so it runs only with Webhook (TokenReview and SubjectAccessReview, anonymous refused)", opts.SecurePort)
+		}
+		return 0, nil
+	}
+	return choosePort(opts.Address, "secure port", opts.SecurePort)
+}
+
+// checkSecureServer refuses a configuration, Options.Configure's last word included, whose
+// HTTPS server would let anyone in: anonymous requests allowed, or authorization AlwaysAllow.
+func checkSecureServer(config *kubeletconfig.KubeletConfiguration) error {
+	if !config.EnableServer {
+		return nil
+	}
+	if config.Authentication.Anonymous.Enabled {
+		return fmt.Errorf("secure port %d: anonymous requests would reach /logs/ and /debug/: keep authentication.anonymous.enabled false", config.Port)
+	}
+	if config.Authorization.Mode != kubeletconfig.KubeletAuthorizationModeWebhook {
+		return fmt.Errorf("secure port %d: authorization %s would let every authenticated caller reach /logs/ and /debug/: use Webhook", config.Port, config.Authorization.Mode)
+	}
+	return nil
 }
 
 // waitListening returns once addr accepts connections, or when ctx ends. On a TLS port it

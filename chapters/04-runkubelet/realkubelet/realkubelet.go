@@ -13,13 +13,20 @@
 //
 // Two things kubemark leaves out are added here, because without them the secure port serves
 // plain HTTP to anyone: KubeletDeps.TLSOptions from app.InitializeTLS, and KubeletDeps.Auth
-// from app.BuildAuth (whose CA-reload function is run too).
+// from app.BuildAuth (whose CA-reload function is run too). The secure port also serves
+// /logs/ (this machine's /var/log, read with this process's rights), /debug/pprof and
+// PUT /debug/flags/v, so it runs only when it asks who is calling: with Webhook, anonymous
+// requests refused. Without Webhook it is off; the read-only port, which serves none of those
+// (its server is made without a configuration, so debugging handlers are off), is the
+// unauthenticated one, on loopback unless Address says otherwise.
 //
 // Known limit of v1.37.2: the kubelet's HTTP servers do not watch the context
 // (pkg/kubelet/server/server.go, ListenAndServeKubeletServer), so after Stop the ports stay
 // bound until the process exits; Stop cancels the kubelet's context, stops the fake runtime and
 // removes the temporary directories. A listen failure makes the kubelet call os.Exit(1), so
-// ports are chosen here, once per process, never handed out twice. Nor does the sync loop
+// ports are chosen here, once per process, never handed out twice, and a port asked for is
+// tried first; should the kubelet end the process anyway, its last log line is told on the
+// terminal and its files removed first (lastwords.go). Nor does the sync loop
 // watch the context (pkg/kubelet/kubelet.go, syncLoopIteration): a stopped kubelet's pod
 // workers go on syncing until the process exits, and each sync makes its pod's directories
 // again. A process that goes on after Stop — a test binary — calls RemoveRootDirs last.
@@ -60,8 +67,8 @@ import (
 const DefaultNodeName = "walkthrough"
 
 // Options say which kubelet to start. The zero value starts a standalone kubelet named
-// DefaultNodeName with a read-only port and an HTTPS port on 127.0.0.1, both chosen at run time,
-// anonymous requests allowed and authorization AlwaysAllow (the kubelet's legacy flag defaults).
+// DefaultNodeName with a read-only port on 127.0.0.1 chosen at run time, and no secure port:
+// the secure port runs only with Webhook.
 type Options struct {
 	// NodeName is the kubelet's --hostname-override.
 	NodeName string
@@ -73,7 +80,9 @@ type Options struct {
 	NodeIP string
 	// ReadOnlyPort: 0 picks a free port, a negative value disables the read-only server.
 	ReadOnlyPort int
-	// SecurePort: 0 picks a free port, a negative value disables the HTTPS server.
+	// SecurePort is the HTTPS server's port, which runs only with Webhook: then 0 picks a free
+	// port and a negative value disables it. Without Webhook the server is off, and a positive
+	// SecurePort is an error.
 	SecurePort int
 
 	// TLSCertFile and TLSKeyFile are the serving certificate. When both are empty,
@@ -82,10 +91,9 @@ type Options struct {
 	TLSCertFile, TLSKeyFile string
 	// ClientCAFile enables x509 client-certificate authentication (authentication.x509.clientCAFile).
 	ClientCAFile string
-	// DenyAnonymous turns authentication.anonymous.enabled off.
-	DenyAnonymous bool
-	// Webhook turns on TokenReview authentication and SubjectAccessReview authorization
-	// against AuthClient, the way kubeadm and minikube configure their kubelets.
+	// Webhook turns on the secure port, with TokenReview authentication and SubjectAccessReview
+	// authorization against AuthClient and anonymous requests refused, the way kubeadm and
+	// minikube configure their kubelets.
 	Webhook bool
 	// AuthClient answers TokenReviews and SubjectAccessReviews. Defaults to KubeClient.
 	AuthClient clientset.Interface
@@ -138,11 +146,11 @@ func Start(ctx context.Context, opts Options) (*Kubelet, error) {
 	if opts.FileCheckFrequency == 0 {
 		opts.FileCheckFrequency = 20 * time.Second
 	}
-	readOnlyPort, err := choosePort(opts.Address, opts.ReadOnlyPort)
+	readOnlyPort, err := choosePort(opts.Address, "read-only port", opts.ReadOnlyPort)
 	if err != nil {
 		return nil, err
 	}
-	securePort, err := choosePort(opts.Address, opts.SecurePort)
+	securePort, err := chooseSecurePort(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -158,6 +166,9 @@ func Start(ctx context.Context, opts Options) (*Kubelet, error) {
 		return nil, err
 	}
 	k := &Kubelet{NodeName: opts.NodeName, RootDir: flags.RootDirectory, Config: config}
+	made.Lock()
+	made.dirs = append(made.dirs, k.RootDir)
+	made.Unlock()
 	ctx, k.cancel = context.WithCancel(ctx)
 	started := false
 	defer func() {
@@ -177,7 +188,7 @@ func Start(ctx context.Context, opts Options) (*Kubelet, error) {
 	config.FileCheckFrequency.Duration = opts.FileCheckFrequency
 	config.TLSCertFile, config.TLSPrivateKeyFile = opts.TLSCertFile, opts.TLSKeyFile
 	config.Authentication.X509.ClientCAFile = opts.ClientCAFile
-	config.Authentication.Anonymous.Enabled = !opts.DenyAnonymous
+	config.Authentication.Anonymous.Enabled = false
 	config.Authentication.Webhook.Enabled = opts.Webhook
 	config.Authorization.Mode = kubeletconfig.KubeletAuthorizationModeAlwaysAllow
 	// makeIPTablesUtilChains (default true) has the kubelet's Run add KUBE-IPTABLES-HINT,
@@ -191,6 +202,9 @@ func Start(ctx context.Context, opts Options) (*Kubelet, error) {
 	}
 	if opts.Configure != nil {
 		opts.Configure(flags, config)
+	}
+	if err := checkSecureServer(config); err != nil {
+		return nil, err
 	}
 
 	// A fake CRI runtime behind a real gRPC socket, as cmd/kubemark/app/hollow_node.go starts it.
@@ -237,6 +251,7 @@ func Start(ctx context.Context, opts Options) (*Kubelet, error) {
 		opts.Dependencies(deps)
 	}
 
+	ctx = klog.NewContext(ctx, watchExit(logger, lastWords))
 	startMu.Lock()
 	defer startMu.Unlock()
 	unregisterKubeletCollectors()

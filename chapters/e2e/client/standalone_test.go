@@ -21,7 +21,9 @@ import (
 func TestAgainstStandaloneKubelet(t *testing.T) {
 	s := startStandalone(t)
 	// A kubelet as minikube's: a certificate it signed itself, for its hostname only.
-	selfSigned, err := realkubelet.Start(context.Background(), realkubelet.Options{NodeName: "self-signed", StaticPodPath: "../../../examples/static-pods", ReadOnlyPort: -1})
+	reviewClient, err := s.reviews.Client()
+	require.NoError(t, err)
+	selfSigned, err := realkubelet.Start(context.Background(), realkubelet.Options{NodeName: "self-signed", StaticPodPath: "../../../examples/static-pods", ReadOnlyPort: -1, Webhook: true, AuthClient: reviewClient})
 	require.NoError(t, err)
 	t.Cleanup(selfSigned.Stop)
 	otherCA, err := pki.NewCA("not-the-kubelets-ca")

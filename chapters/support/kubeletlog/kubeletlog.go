@@ -10,6 +10,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
@@ -71,12 +72,18 @@ func ToFile(path string) (string, func(), error) {
 		return "", nil, fmt.Errorf("kubelet log: %w", err)
 	}
 	redirect(f)
+	unregister := func() {}
+	if temporary {
+		name := f.Name()
+		unregister = AtExit(func() { _ = os.Remove(name) })
+	}
 	return f.Name(), func() {
 		silence()
 		_ = f.Close()
 		if temporary {
 			_ = os.Remove(f.Name())
 		}
+		unregister()
 	}, nil
 }
 
@@ -113,7 +120,55 @@ func ForProgram(cmd *cobra.Command, path string) (string, func(), error) {
 		return "", nil, err
 	}
 	cmd.SetErr(terminal)
+	exiting.Lock()
+	exiting.terminal = terminal
+	exiting.Unlock()
 	return name, closeLog, nil
+}
+
+// The kubelet ends the process with os.Exit(1) where it cannot go on — a port it cannot listen
+// on, modules that do not start — right after logging why; no deferred function runs then.
+// exiting holds what a program does in that moment instead (LastWords).
+var exiting struct {
+	sync.Mutex
+	terminal io.Writer // the standard error ForProgram kept; nil: os.Stderr
+	next     int
+	cleanups map[int]func()
+}
+
+// AtExit registers fn for LastWords — a temporary file or directory to remove — and returns
+// the function that unregisters it, for the path where the program removes it itself.
+func AtExit(fn func()) (unregister func()) {
+	exiting.Lock()
+	defer exiting.Unlock()
+	if exiting.cleanups == nil {
+		exiting.cleanups = map[int]func(){}
+	}
+	id := exiting.next
+	exiting.next++
+	exiting.cleanups[id] = fn
+	return func() {
+		exiting.Lock()
+		defer exiting.Unlock()
+		delete(exiting.cleanups, id)
+	}
+}
+
+// LastWords runs what AtExit registered and prints line on the terminal (standard error as it
+// was before ForProgram took it over): what a program does when the kubelet is about to end
+// the process, so that it leaves nothing behind and says why.
+func LastWords(line string) {
+	exiting.Lock()
+	defer exiting.Unlock()
+	for id, fn := range exiting.cleanups {
+		fn()
+		delete(exiting.cleanups, id)
+	}
+	var terminal io.Writer = os.Stderr
+	if exiting.terminal != nil {
+		terminal = exiting.terminal
+	}
+	fmt.Fprintln(terminal, line)
 }
 
 // TakeOverStderr points this process's standard error (file descriptor 2) at the log file

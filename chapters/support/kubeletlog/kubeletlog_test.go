@@ -87,3 +87,45 @@ func TestForProgram(t *testing.T) {
 	assert.Contains(t, string(data), "retrying of unary invoker failed")
 	assert.Contains(t, string(data), "a late line from a goroutine")
 }
+
+// LastWords — the moment before the kubelet's os.Exit(1) — runs what AtExit registered, the
+// temporary log's removal among them, and prints its line on the terminal; what was unregistered
+// (a log closed normally) is left alone.
+func TestLastWords(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("TMPDIR", dir)
+	temporary, closeTemporary, err := ToFile("")
+	require.NoError(t, err)
+	defer closeTemporary()
+	kept := filepath.Join(dir, "kept.log")
+	_, closeKept, err := ToFile(kept)
+	require.NoError(t, err)
+	defer closeKept()
+	closedEarly, closeEarly, err := ToFile("")
+	require.NoError(t, err)
+	closeEarly()
+	ran := 0
+	unregister := AtExit(func() { ran++ })
+	AtExit(func() { ran += 10 })
+	unregister()
+
+	var terminal bytes.Buffer
+	exiting.Lock()
+	saved := exiting.terminal
+	exiting.terminal = &terminal
+	exiting.Unlock()
+	t.Cleanup(func() {
+		exiting.Lock()
+		exiting.terminal = saved
+		exiting.Unlock()
+	})
+	LastWords("error: the kubelet ended this program: Failed to listen and serve")
+
+	assert.Equal(t, "error: the kubelet ended this program: Failed to listen and serve\n", terminal.String())
+	assert.Equal(t, 10, ran, "only what is still registered runs")
+	assert.NoFileExists(t, temporary, "the temporary log is removed")
+	assert.NoFileExists(t, closedEarly)
+	assert.FileExists(t, kept, "a log the reader named stays")
+	LastWords("again")
+	assert.Equal(t, 10, ran, "each runs once")
+}

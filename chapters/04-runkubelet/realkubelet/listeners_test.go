@@ -1,0 +1,257 @@
+package realkubelet
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/cmd/kubelet/app/options"
+	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
+)
+
+// ownTmpdir gives the test a TMPDIR of its own, short enough for the kubelet's sockets, that
+// TestMain removes; the test checks it is empty at its end.
+func ownTmpdir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "rk")
+	require.NoError(t, err)
+	tmpdirs = append(tmpdirs, dir)
+	t.Setenv("TMPDIR", dir)
+	return dir
+}
+
+func assertEmpty(t *testing.T, dir string) {
+	t.Helper()
+	left, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, left, "what was left in %s", dir)
+}
+
+// busyPort returns a loopback port something listens on until the test ends.
+func busyPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// The secure port serves /logs/ and /debug/: it runs only with Webhook, anonymous refused,
+// whatever Options or Configure say. These fail before any server starts, leaving nothing.
+func TestSecurePortOnlyAuthenticated(t *testing.T) {
+	busy := busyPort(t)
+	free, err := choosePort("127.0.0.1", "test port", 0)
+	require.NoError(t, err)
+	tests := []struct {
+		name      string
+		opts      Options
+		configure func(*kubeletconfig.KubeletConfiguration)
+		wantErr   string
+	}{
+		{name: "a secure port without Webhook", opts: Options{SecurePort: busy},
+			wantErr: "secure port " + strconv.Itoa(busy) + ": the kubelet's HTTPS server serves /logs/ and /debug/ to whoever it lets in, so it runs only with Webhook"},
+		{name: "Configure allows anonymous requests", opts: Options{Webhook: true},
+			configure: func(c *kubeletconfig.KubeletConfiguration) { c.Authentication.Anonymous.Enabled = true },
+			wantErr:   "anonymous requests would reach /logs/ and /debug/"},
+		{name: "Configure authorizes every caller", opts: Options{Webhook: true},
+			configure: func(c *kubeletconfig.KubeletConfiguration) {
+				c.Authorization.Mode = kubeletconfig.KubeletAuthorizationModeAlwaysAllow
+			},
+			wantErr: "authorization AlwaysAllow would let every authenticated caller reach /logs/ and /debug/"},
+		{name: "Configure turns the server on without Webhook",
+			configure: func(c *kubeletconfig.KubeletConfiguration) { c.EnableServer, c.Port = true, int32(free) },
+			wantErr:   "authorization AlwaysAllow"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tmp := ownTmpdir(t)
+			opts := tt.opts
+			if tt.configure != nil {
+				opts.Configure = func(_ *options.KubeletFlags, c *kubeletconfig.KubeletConfiguration) { tt.configure(c) }
+			}
+			_, err := Start(context.Background(), opts)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.wantErr)
+			assertEmpty(t, tmp)
+		})
+	}
+}
+
+// A port asked for that is in use is an error naming the port and the address, before the
+// kubelet starts: the kubelet would end the process on it.
+func TestPortInUse(t *testing.T) {
+	busy := busyPort(t)
+	tests := []struct {
+		name    string
+		opts    Options
+		wantErr string
+	}{
+		{"read-only port", Options{ReadOnlyPort: busy},
+			"the kubelet's read-only port: listen tcp 127.0.0.1:" + strconv.Itoa(busy) + ": bind: address already in use"},
+		{"secure port", Options{ReadOnlyPort: -1, Webhook: true, SecurePort: busy},
+			"the kubelet's secure port: listen tcp 127.0.0.1:" + strconv.Itoa(busy) + ": bind: address already in use"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tmp := ownTmpdir(t)
+			_, err := Start(context.Background(), tt.opts)
+			require.Error(t, err)
+			assert.Equal(t, tt.wantErr, err.Error())
+			assertEmpty(t, tmp)
+		})
+	}
+}
+
+// choosePort tries a port asked for, and never gives one port to two kubelets of a process.
+func TestChoosePort(t *testing.T) {
+	busy := busyPort(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	free := l.Addr().(*net.TCPAddr).Port
+	require.NoError(t, l.Close())
+	tests := []struct {
+		name    string
+		want    int
+		wantErr string // empty: want is returned (0 when want < 0; some port when want is 0)
+	}{
+		{name: "disabled", want: -1},
+		{name: "any free port", want: 0},
+		{name: "a free port asked for", want: free},
+		{name: "the same port again", want: free,
+			wantErr: "the kubelet's test port " + strconv.Itoa(free) + " on 127.0.0.1: given to another kubelet of this process already"},
+		{name: "a port in use", want: busy,
+			wantErr: "the kubelet's test port: listen tcp 127.0.0.1:" + strconv.Itoa(busy) + ": bind: address already in use"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := choosePort("127.0.0.1", "test port", tt.want)
+			if tt.wantErr != "" {
+				require.EqualError(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			switch {
+			case tt.want < 0:
+				assert.Zero(t, got)
+			case tt.want == 0:
+				assert.Positive(t, got)
+			default:
+				assert.Equal(t, tt.want, got)
+			}
+		})
+	}
+}
+
+// When the kubelet ends the process anyway — here a read-only port taken between Start's check
+// and the kubelet's listen — the program says why in the kubelet's words on the terminal and
+// leaves nothing behind: no root directory, no temporary log, nothing registered with AtExit.
+func TestKubeletExitSaysWhyAndLeavesNothing(t *testing.T) {
+	if port := os.Getenv("REALKUBELET_EXIT_PORT"); port != "" {
+		exitChild(port)
+		return
+	}
+	tmp := ownTmpdir(t)
+	port := busyPort(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestKubeletExitSaysWhyAndLeavesNothing$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "REALKUBELET_EXIT_PORT="+strconv.Itoa(port))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	require.True(t, errors.As(err, &exit), "%v\nstdout: %s\nstderr: %s", err, &stdout, &stderr)
+	assert.Equal(t, 1, exit.ExitCode(), "stderr: %s", &stderr)
+	assert.Equal(t, "error: the kubelet ended this program: Failed to listen and serve: listen tcp 127.0.0.1:"+strconv.Itoa(port)+": bind: address already in use\n", stderr.String())
+	assertEmpty(t, tmp)
+}
+
+// exitChild starts a kubelet whose read-only port (set by Configure, after Start's check) is
+// port, with klog in a temporary log and a file registered with AtExit, and waits for the
+// kubelet to end the process.
+func exitChild(port string) {
+	_, closeLog, err := kubeletlog.ToFile("")
+	if err != nil {
+		panic(err)
+	}
+	defer closeLog()
+	f, err := os.CreateTemp("", "registered-")
+	if err != nil {
+		panic(err)
+	}
+	_ = f.Close()
+	kubeletlog.AtExit(func() { _ = os.Remove(f.Name()) })
+	n, _ := strconv.Atoi(port)
+	_, err = Start(context.Background(), Options{Configure: func(_ *options.KubeletFlags, c *kubeletconfig.KubeletConfiguration) {
+		c.ReadOnlyPort = int32(n)
+	}})
+	time.Sleep(time.Minute) // the kubelet's os.Exit(1) comes first
+	panic("the kubelet did not end the process; Start said: " + errString(err))
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "nothing"
+	}
+	return err.Error()
+}
+
+// Every error the kubelet logs right before os.Exit(1), in the files that run in these
+// kubelets, is one lastWords recognises: read from the pinned source.
+func TestExitMessages(t *testing.T) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "k8s.io/kubernetes").Output()
+	require.NoError(t, err)
+	root := strings.TrimSpace(string(out))
+	logged := regexp.MustCompile(`logger\.Error\([^,]+, "([^"]+)"`)
+	var found []string
+	for _, file := range []string{"pkg/kubelet/server/server.go", "pkg/kubelet/kubelet.go"} {
+		f, err := os.Open(filepath.Join(root, file))
+		require.NoError(t, err)
+		scanner := bufio.NewScanner(f)
+		scanner.Buffer(nil, 1<<20)
+		previous := ""
+		for scanner.Scan() {
+			line := strings.TrimSpace(scanner.Text())
+			if line == "os.Exit(1)" {
+				m := logged.FindStringSubmatch(previous)
+				require.NotNil(t, m, "%s: os.Exit(1) after %q", file, previous)
+				found = append(found, m[1])
+				assert.True(t, exitMessages[m[1]], "%s: %q is not in exitMessages", file, m[1])
+			}
+			previous = line
+		}
+		require.NoError(t, scanner.Err())
+		_ = f.Close()
+	}
+	assert.Len(t, found, 11)
+}
+
+// The logger the kubelet gets logs as the one it wraps, with the kubelet's file and line, and
+// calls onExit only for the errors that precede os.Exit(1).
+func TestWatchExit(t *testing.T) {
+	var said []string
+	lines := kubeletlog.Capture(func() {
+		logger := watchExit(klog.Background(), func(msg string, err error) { said = append(said, msg+": "+err.Error()) })
+		logger = logger.WithName("kubelet").WithValues("node", "n1")
+		logger.Info("Starting to listen")
+		logger.Error(errors.New("bind: address already in use"), "Failed to listen and serve")
+		logger.Error(errors.New("transient"), "Failed to sync pod")
+	})
+	require.Len(t, lines, 3)
+	assert.Regexp(t, `^I listeners_test.go:\d+\] "Starting to listen" logger="kubelet" node="n1"$`, lines[0])
+	assert.Regexp(t, `^E listeners_test.go:\d+\] "Failed to listen and serve" err="bind: address already in use" logger="kubelet" node="n1"$`, lines[1])
+	assert.Equal(t, []string{"Failed to listen and serve: bind: address already in use"}, said)
+}
