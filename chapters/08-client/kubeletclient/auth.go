@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +17,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -97,9 +98,9 @@ func (c *Client) resolveAuth(cfg *rest.Config, apiserver *rest.Config) (credenti
 		if apiserver == nil {
 			return credentials{}, errors.New("--auth=serviceaccount asks the apiserver for a token, and needs a kubeconfig")
 		}
-		namespace, name, ok := strings.Cut(o.ServiceAccount, "/")
-		if !ok || namespace == "" || name == "" {
-			return credentials{}, fmt.Errorf("--service-account %q: want NAMESPACE/NAME", o.ServiceAccount)
+		namespace, name, err := ParseServiceAccount(o.ServiceAccount)
+		if err != nil {
+			return credentials{}, err
 		}
 		minted, err := newMintedToken(apiserver, namespace, name, o.Timeout)
 		if err != nil {
@@ -127,6 +128,25 @@ func (c *Client) resolveAuth(cfg *rest.Config, apiserver *rest.Config) (credenti
 	return credentials{}, fmt.Errorf("unknown --auth %q: use auto, token, serviceaccount, kubeconfig or none", mode)
 }
 
+// ParseServiceAccount reads NAMESPACE/NAME, and checks both as the apiserver would before they
+// become a path (/api/v1/namespaces/NAMESPACE/serviceaccounts/NAME/token): a namespace is a
+// DNS-1123 label and a ServiceAccount's name a DNS-1123 subdomain
+// (staging/src/k8s.io/apimachinery/pkg/api/validation/generic.go#L74 (var ValidateServiceAccountName = NameIsDNSSubdomain)),
+// so neither holds "/", "%", ".." or a space, and "../x" or "a/b/c" is refused before any request.
+func ParseServiceAccount(s string) (namespace, name string, err error) {
+	namespace, name, ok := strings.Cut(s, "/")
+	if !ok || namespace == "" || name == "" {
+		return "", "", fmt.Errorf("--service-account %s: want NAMESPACE/NAME", strconv.Quote(s))
+	}
+	if errs := apivalidation.ValidateNamespaceName(namespace, false); len(errs) > 0 {
+		return "", "", fmt.Errorf("--service-account %s: the namespace %s is not a namespace's name: %s", strconv.Quote(s), strconv.Quote(namespace), strings.Join(errs, "; "))
+	}
+	if errs := apivalidation.ValidateServiceAccountName(name, false); len(errs) > 0 {
+		return "", "", fmt.Errorf("--service-account %s: %s is not a ServiceAccount's name: %s", strconv.Quote(s), strconv.Quote(name), strings.Join(errs, "; "))
+	}
+	return namespace, name, nil
+}
+
 // mintedToken holds a ServiceAccount token minted with the TokenRequest API — POST
 // .../serviceaccounts/NAME/token, what `kubectl create token` does — and mints another a minute
 // before it expires, or after a kubelet answered 401.
@@ -135,6 +155,10 @@ func (c *Client) resolveAuth(cfg *rest.Config, apiserver *rest.Config) (credenti
 // TLS, and header logging with the Authorization masked), not through client-go's REST client:
 // that one logs response bodies from -v=8, and this response's body is the token. (Its logger
 // cannot be silenced per request: component-base turns contextual logging off.)
+//
+// It follows no redirect: client-go's transport adds the kubeconfig's credentials to every
+// request it sends, a redirected one too, and a 307 or 308 would resend the POST to wherever
+// the answer says, http:// included.
 type mintedToken struct {
 	http    *http.Client
 	url     string
@@ -151,10 +175,19 @@ func newMintedToken(apiserver *rest.Config, namespace, name string, timeout time
 		return nil, fmt.Errorf("apiserver transport: %w", err)
 	}
 	client.Timeout = timeout
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	base, _, err := rest.DefaultServerUrlFor(apiserver)
 	if err != nil {
 		return nil, err
 	}
+	if base.Scheme != "https" {
+		// The answer is the token: over http:// it would cross the network in clear.
+		return nil, &CredentialsRefusedError{
+			Reason: "a TokenRequest for the ServiceAccount " + namespace + "/" + name + " over plain " + base.Scheme + "://" + base.Host + " (its answer, the token, would come back in clear)",
+			Fix:    "point the kubeconfig at the apiserver's https:// address, not at kubectl proxy's; or pass --token-file, or go --via=apiserver",
+		}
+	}
+	// namespace and name are checked (ParseServiceAccount): path.Join has nothing to clean.
 	base.Path = path.Join(base.Path, "/api/v1/namespaces", namespace, "serviceaccounts", name, "token")
 	return &mintedToken{http: client, url: base.String(), account: namespace + "/" + name}, nil
 }
@@ -193,7 +226,11 @@ func (m *mintedToken) request() (string, time.Time, error) {
 		return "", time.Time{}, err
 	}
 	defer func() { _ = resp.Body.Close() }()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return "", time.Time{}, fmt.Errorf("the apiserver answered the TokenRequest with %s, a redirect to %s: not followed, the kubeconfig's credentials would go with it",
+			resp.Status, Printable(RedactURL(resp.Header.Get("Location")), false))
+	}
+	data, err := readAtMost(resp.Body, maxTokenResponseBytes, "the TokenRequest's answer")
 	if err != nil {
 		return "", time.Time{}, err
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -70,6 +69,10 @@ type Options struct {
 	AllNodesTimeout time.Duration
 	// HTTP1 turns HTTP/2 off, to compare.
 	HTTP1 bool
+	// MaxResponseBytes bounds what is read of one answer, a kubelet's or the apiserver's (a
+	// watch's events are bounded one by one instead); a longer one is an error, never cut.
+	// Default DefaultMaxResponseBytes.
+	MaxResponseBytes int64
 }
 
 // Client talks to kubelets, and to the apiserver for discovery and the node proxy.
@@ -101,6 +104,9 @@ func New(apiserver *rest.Config, opts Options) (*Client, error) {
 	if opts.Via == "" {
 		opts.Via = ViaAuto
 	}
+	if opts.MaxResponseBytes <= 0 {
+		opts.MaxResponseBytes = DefaultMaxResponseBytes
+	}
 	explicitServiceAccount := opts.ServiceAccount != ""
 	if !explicitServiceAccount {
 		opts.ServiceAccount = DefaultServiceAccount
@@ -120,7 +126,7 @@ func New(apiserver *rest.Config, opts Options) (*Client, error) {
 	}
 	c := &Client{opts: opts, apiserverREST: apiserver}
 	if apiserver != nil {
-		cs, err := apiserverClient(withTimeout(apiserver, opts.Timeout))
+		cs, err := apiserverClient(withTimeout(apiserver, opts.Timeout), opts.MaxResponseBytes)
 		if err != nil {
 			return nil, err
 		}
@@ -159,8 +165,10 @@ func New(apiserver *rest.Config, opts Options) (*Client, error) {
 // and client-go's transport adds the kubeconfig's credentials to every request it sends, a
 // redirected one too: followed, the redirect would carry them wherever the kubelet — or whatever
 // answers the apiserver at the node's address — says, http:// included. No request of this
-// client to the apiserver expects a redirect.
-func apiserverClient(cfg *rest.Config) (*kubernetes.Clientset, error) {
+// client to the apiserver expects a redirect. No answer is read past maxBytes (limitBodies).
+func apiserverClient(cfg *rest.Config, maxBytes int64) (*kubernetes.Clientset, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(limitBodies(maxBytes))
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("apiserver transport: %w", err)
@@ -453,13 +461,18 @@ func (c *Client) fetch(ctx context.Context, base string, ep ReadEndpoint, server
 	defer func() { _ = resp.Body.Close() }()
 	r.Protocol = resp.Proto
 	klog.FromContext(ctx).V(2).Info("Kubelet answered", "url", r.URL, "status", resp.StatusCode, "protocol", resp.Proto, "credentials", c.Credentials)
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		r.Err = explain(r.URL, err, c.opts.Timeout, true)
+	if resp.StatusCode != http.StatusOK {
+		text, unread, err := readErrorBody(resp.Body)
+		if err != nil {
+			r.Err = explain(r.URL, err, c.opts.Timeout, true)
+			return r
+		}
+		r.Err = explainStatus(r.URL, resp.StatusCode, resp.Header.Get("Location"), text, unread, c.Credentials, ep.Permission)
 		return r
 	}
-	if resp.StatusCode != http.StatusOK {
-		r.Err = explainStatus(r.URL, resp.StatusCode, resp.Header.Get("Location"), string(body), c.Credentials, ep.Permission)
+	body, err := readAtMost(resp.Body, c.opts.MaxResponseBytes, "the kubelet's answer to GET "+r.URL)
+	if err != nil {
+		r.Err = explain(r.URL, err, c.opts.Timeout, true)
 		return r
 	}
 	r.Body = body

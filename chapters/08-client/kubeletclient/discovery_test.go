@@ -72,7 +72,7 @@ func TestExplainForbidden(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.user, func(t *testing.T) {
-			err := explainStatus("https://n1:10250/pods", 403, "", "Forbidden (user="+tt.user+", verb=get, resource=nodes, subresource(s)=[pods proxy])\n", "token", "get nodes/pods")
+			err := explainStatus("https://n1:10250/pods", 403, "", "Forbidden (user="+tt.user+", verb=get, resource=nodes, subresource(s)=[pods proxy])\n", false, "token", "get nodes/pods")
 			var e *Error
 			require.ErrorAs(t, err, &e)
 			assert.Equal(t, Forbidden, e.Kind)

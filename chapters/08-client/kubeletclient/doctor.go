@@ -16,6 +16,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -79,7 +80,11 @@ func (c *Client) Doctor(ctx context.Context, node string) []Check {
 	}
 	switch {
 	case err != nil:
-		add(CheckDiscovery, Fail, err.Error(), "kubectl get node "+node+" -o yaml: check .status.addresses and .status.daemonEndpoints; --kubelet-preferred-address-types chooses among the addresses")
+		quoted, ok := quoteArgs(node)
+		if !ok {
+			quoted = "NAME"
+		}
+		add(CheckDiscovery, Fail, err.Error(), "kubectl get node "+quoted+" -o yaml: check .status.addresses and .status.daemonEndpoints; --kubelet-preferred-address-types chooses among the addresses")
 	default:
 		detail := fmt.Sprintf("%s (%s; port from %s)", net.JoinHostPort(endpoint.Address.Address, strconv.Itoa(endpoint.Port)), endpoint.Address.Type, endpoint.PortFrom)
 		if endpoint.ServerName != "" {
@@ -274,7 +279,9 @@ func (c *Client) pendingServingCSRs(ctx context.Context, node string) ([]string,
 		for _, cond := range csr.Status.Conditions {
 			decided = decided || cond.Type == certificatesv1.CertificateApproved || cond.Type == certificatesv1.CertificateDenied
 		}
-		if !decided {
+		// A CSR's name is a DNS-1123 subdomain; one that is not did not come from a real
+		// apiserver, and goes into no command.
+		if !decided && len(apivalidation.NameIsDNSSubdomain(csr.Name, false)) == 0 {
 			pending = append(pending, csr.Name)
 		}
 	}
@@ -313,6 +320,15 @@ func (c *Client) identity(ctx context.Context) (authenticationv1.UserInfo, kuber
 				Fix:    "the kubeconfig's server is not https://. Point it at the apiserver's https:// address, not at kubectl proxy's",
 			}
 		}
+		// As to a kubelet, to a verified endpoint only. The kubeconfig's insecure-skip-tls-verify
+		// lets its own credentials go to an apiserver it does not check, not a token meant for
+		// kubelets, which a kubelet would take from whoever answers there.
+		if cfg.Insecure {
+			return authenticationv1.UserInfo{}, nil, &CredentialsRefusedError{
+				Reason: "them to the apiserver at " + server.Host + " (to ask whose they are), whose certificate is not checked (the kubeconfig's insecure-skip-tls-verify)",
+				Fix:    "whoever answers there would get a token that kubelets accept. Give the kubeconfig the cluster's certificate-authority instead of insecure-skip-tls-verify",
+			}
+		}
 	}
 	switch c.creds.mode {
 	case AuthToken:
@@ -326,7 +342,7 @@ func (c *Client) identity(ctx context.Context) (authenticationv1.UserInfo, kuber
 	case AuthKubeconfig:
 		cfg = rest.CopyConfig(c.apiserverREST)
 	}
-	cs, err := apiserverClient(withTimeout(cfg, c.opts.Timeout))
+	cs, err := apiserverClient(withTimeout(cfg, c.opts.Timeout), c.opts.MaxResponseBytes)
 	if err != nil {
 		return authenticationv1.UserInfo{}, nil, err
 	}

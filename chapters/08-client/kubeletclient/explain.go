@@ -210,23 +210,31 @@ var forbiddenBody = regexp.MustCompile(`user=([^,]*), verb=([^,]*), resource=([^
 // maxBodyShown bounds how much of an error body is quoted.
 const maxBodyShown = 512
 
-// shownBody is an error body as the reader sees it: trimmed, and cut if long.
-func shownBody(body string) string {
+// shownBody is an error body as the reader sees it: trimmed, cut if long, control characters
+// escaped. unread says the client stopped reading it (readErrorBody): it was longer still.
+func shownBody(body string, unread bool) string {
 	body = strings.TrimSpace(body)
+	more := ""
+	switch {
+	case unread:
+		more = fmt.Sprintf("… (longer than %d bytes: the rest was not read)", maxErrorBodyBytes)
+	case len(body) > maxBodyShown:
+		more = fmt.Sprintf("… (%d more bytes)", len(body)-maxBodyShown)
+	}
 	if len(body) > maxBodyShown {
-		body = body[:maxBodyShown] + fmt.Sprintf("… (%d more bytes)", len(body)-maxBodyShown)
+		body = body[:maxBodyShown]
 	}
 	if body == "" {
 		return "(empty body)"
 	}
-	return body
+	return Printable(body, false) + more // a server's words: no control characters reach the terminal
 }
 
 // explainStatus turns a kubelet's non-200 answer into advice. The body — the kubelet answers
-// errors in plain text — is quoted as it came. permission is what the endpoint asked for needs
+// errors in plain text — is quoted as it came (unread: it was longer than the client reads). permission is what the endpoint asked for needs
 // ("get nodes/pods"; ReadEndpoint.Permission).
-func explainStatus(url string, code int, location, body, credentials, permission string) error {
-	e := &Error{URL: url, Err: fmt.Errorf("GET %s: %d %s: %s", url, code, http.StatusText(code), shownBody(body))}
+func explainStatus(url string, code int, location, body string, unread bool, credentials, permission string) error {
+	e := &Error{URL: url, Err: fmt.Errorf("GET %s: %d %s: %s", url, code, http.StatusText(code), shownBody(body, unread))}
 	switch {
 	case code == http.StatusUnauthorized:
 		e.Kind, e.Party = Unauthorized, PartyClient
@@ -238,7 +246,7 @@ func explainStatus(url string, code int, location, body, credentials, permission
 		e.Hint = forbiddenHint(body, permission)
 	case code >= 300 && code < 400:
 		e.Kind = Status
-		e.Hint = "The kubelet (or what answers at that address) redirects to " + RedactURL(location) +
+		e.Hint = "The kubelet (or what answers at that address) redirects to " + Printable(RedactURL(location), false) +
 			"; a kubelet's /pods never does, and the client does not follow: credentials could go with it."
 	default:
 		e.Kind = Status
@@ -254,7 +262,7 @@ func explainStatus(url string, code int, location, body, credentials, permission
 func explainProxy(node, url string, err error) error {
 	e := &Error{URL: url, Err: err, Kind: Status, Hint: "The apiserver could not proxy to the kubelet."}
 	if code, text, relayed := relayedFromKubelet(err); relayed {
-		e.Err = fmt.Errorf("GET %s: %d %s, relayed from the kubelet: %s", url, code, http.StatusText(code), shownBody(text))
+		e.Err = fmt.Errorf("GET %s: %d %s, relayed from the kubelet: %s", url, code, http.StatusText(code), shownBody(text, false))
 		switch {
 		case code == http.StatusUnauthorized:
 			e.Kind, e.Party = Unauthorized, PartyAPIServer
@@ -263,13 +271,17 @@ func explainProxy(node, url string, err error) error {
 				"authentication.x509.clientCAFile (kubeadm: apiserver-kubelet-client.crt, signed by the cluster CA)."
 		case code == http.StatusForbidden:
 			e.Kind, e.Party = Forbidden, PartyAPIServer
-			user := "the apiserver's kubelet-client user"
+			user, subject := "the apiserver's kubelet-client user", "--user=NAME (the apiserver's kubelet-client certificate's common name)"
 			if m := forbiddenBody.FindStringSubmatch(text); m != nil {
-				user = m[1]
+				user = Printable(m[1], false)
+				// The kubelet's text, relayed: quoted for a shell, or left out of the command.
+				if quoted, err := ShellQuote(m[1]); err == nil {
+					subject = "--user=" + quoted
+				}
 			}
 			e.Hint = "The kubelet refused the apiserver's own kubelet-client identity (" + user + ") — not yours: the apiserver " +
 				"let you through. That identity needs nodes/proxy; kubeadm binds it to system:kubelet-api-admin: " +
-				"kubectl create clusterrolebinding kubeadm:apiserver-kubelet-client --clusterrole=system:kubelet-api-admin --user=" + user
+				"kubectl create clusterrolebinding kubeadm:apiserver-kubelet-client --clusterrole=system:kubelet-api-admin " + subject
 		case code >= 300 && code < 400:
 			e.Hint = "The kubelet (or what answers the apiserver at the node's address) redirects, and the apiserver's node " +
 				"proxy passes that on; a kubelet's /pods never does, and the client does not follow: your kubeconfig's " +
@@ -317,13 +329,15 @@ func forbiddenHint(body, permission string) string {
 	for _, sub := range strings.Fields(m[4]) {
 		asked = append(asked, m[3]+"/"+sub)
 	}
-	if len(asked) == 0 {
-		return "Authenticated, but not allowed: " + m[0]
+	if len(asked) == 0 || !apiWord.MatchString(verb) || !apiWord.MatchString(m[3]) || !apiWord.MatchString(strings.ReplaceAll(m[4], " ", "")) {
+		// Not the kubelet's words: nothing of it goes into a command.
+		return "Authenticated, but not allowed: " + Printable(m[0], false)
 	}
+	shownUser := Printable(user, false)
 	narrow := verb + " " + asked[0]
 	if len(asked) == 1 {
 		hint := fmt.Sprintf("%s may not %s %s, the one permission the kubelet asked the apiserver for. Grant %s: %s",
-			user, verb, asked[0], narrow, grantHint(user, narrow))
+			shownUser, verb, asked[0], narrow, grantHint(user, narrow))
 		if asked[0] == "nodes/proxy" && permission != "" && permission != narrow {
 			hint += fmt.Sprintf(". (A kubelet of v1.33 or later, with KubeletFineGrainedAuthz, asks for %s first: "+
 				"this one is older or has the gate off.)", permission)
@@ -331,8 +345,12 @@ func forbiddenHint(body, permission string) string {
 		return hint
 	}
 	return fmt.Sprintf("%s may not %s %s — the kubelet asked the apiserver for each, in this order (v1.37 checks %s "+
-		"before nodes/proxy). Grant %s, the narrower one: %s", user, verb, strings.Join(asked, " nor "), asked[0], narrow, grantHint(user, narrow))
+		"before nodes/proxy). Grant %s, the narrower one: %s", shownUser, verb, strings.Join(asked, " nor "), asked[0], narrow, grantHint(user, narrow))
 }
+
+// apiWord is a verb, resource or subresource as Kubernetes writes them: what a kubelet's 403
+// names, and all of it that forbiddenHint lets into a command.
+var apiWord = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
 
 // relayedFromKubelet says whether an error of the node proxy is an answer that is not the
 // apiserver's own JSON Status — the kubelet's plain text, relayed — and returns its code and text.

@@ -46,7 +46,9 @@ const proxyWarning = "nodes/proxy is exec-equivalent: the kubelet authorizes /ex
 // have permission ("get nodes/configz"): the example role that grants it — applied, or bound to
 // user when the example binds it to another identity — or, when no example role grants it, the
 // exact rule and the kubectl commands that add it. It never points at a file that does not
-// grant the permission to that identity.
+// grant the permission to that identity. user and permission may come from a server's answer:
+// permission must be "VERB nodes/SUBRESOURCE" in Kubernetes' own characters (forbiddenHint
+// checks it), and user goes into a command only quoted for a shell (bindCommand).
 func grantHint(user, permission string) string {
 	verb, resource, _ := strings.Cut(permission, " ")
 	var hint string
@@ -61,7 +63,7 @@ func grantHint(user, permission string) string {
 				bindCommand(role.ClusterRole, "")
 		default:
 			hint = "examples/rbac's ClusterRole " + role.ClusterRole + " grants it, but its binding names the ServiceAccount " +
-				role.ServiceAccount + ", not " + user + ": kubectl apply -f " + role.Dir + ", then " + bindCommand(role.ClusterRole, user)
+				role.ServiceAccount + ", not " + Printable(user, false) + ": kubectl apply -f " + role.Dir + ", then " + bindCommand(role.ClusterRole, user)
 		}
 	} else {
 		name := verb + "-" + strings.ReplaceAll(resource, "/", "-") // get-nodes-configz
@@ -76,14 +78,30 @@ func grantHint(user, permission string) string {
 
 // bindCommand is the kubectl command that binds clusterRole to user: a ServiceAccount's user
 // name becomes --serviceaccount, any other --user; "" leaves the subject for the reader to fill.
+// The user name came from a server (a kubelet's 403, a SelfSubjectReview): it is quoted for a
+// POSIX shell, and one that holds control characters is not written into the command at all.
 func bindCommand(clusterRole, user string) string {
-	subject, name := "--serviceaccount=NAMESPACE:NAME (or --user=NAME)", clusterRole
+	const placeholder = "--serviceaccount=NAMESPACE:NAME (or --user=NAME)"
+	subject, name := placeholder, clusterRole
 	if sa, ok := strings.CutPrefix(user, "system:serviceaccount:"); ok && strings.Count(sa, ":") == 1 {
-		subject, name = "--serviceaccount="+sa, clusterRole+":"+sa
+		subject, name = "--serviceaccount=", clusterRole+":"+sa
+		user = sa
 	} else if user != "" {
-		subject, name = "--user="+user, clusterRole+":"+user
+		subject, name = "--user=", clusterRole+":"+user
 	}
 	// A binding's name is a path segment: no "/" or "%" (an OIDC user name may hold them).
 	name = strings.NewReplacer("/", "-", "%", "-").Replace(name)
-	return "kubectl create clusterrolebinding " + name + " --clusterrole=" + clusterRole + " " + subject
+	quotedName, nameErr := ShellQuote(name)
+	quotedUser, userErr := ShellQuote(user)
+	refused := ""
+	switch {
+	case subject == placeholder:
+		quotedName = clusterRole
+	case nameErr != nil || userErr != nil:
+		refused = " (the user name the server gave, " + Printable(user, false) + ", holds control characters: it is not written into a command)"
+		subject, quotedName = placeholder, clusterRole
+	default:
+		subject += quotedUser
+	}
+	return "kubectl create clusterrolebinding " + quotedName + " --clusterrole=" + clusterRole + " " + subject + refused
 }

@@ -1,0 +1,179 @@
+package kubeletclient
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// DefaultMaxResponseBytes bounds what the client reads of one answer — a kubelet's /pods or
+// another read endpoint, the node proxy's, a Node LIST — unless Options.MaxResponseBytes says
+// otherwise. A node's /pods is a few MiB at most (110 pods by default, 250 at the kubelet's
+// usual maximum); 64 MiB leaves room for large specs and thousands of Nodes, and stops a server
+// that answers without end before it fills the agent's memory.
+const DefaultMaxResponseBytes int64 = 64 << 20
+
+// maxErrorBodyBytes bounds what is read of an error answer (a 401, a 403, a redirect): the
+// kubelet's are one line, and at most maxBodyShown bytes of it are quoted anyway.
+const maxErrorBodyBytes int64 = 64 << 10
+
+// maxTokenResponseBytes bounds the TokenRequest's answer: a token and a few fields, a few KiB.
+const maxTokenResponseBytes int64 = 1 << 20
+
+// TooLargeError says an answer was longer than the client reads: it is refused, never cut.
+type TooLargeError struct {
+	What  string // "the kubelet's answer", "the TokenRequest's answer"
+	Limit int64
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("%s is longer than %d bytes, the most this client reads (Options.MaxResponseBytes): not read", e.What, e.Limit)
+}
+
+// readAtMost reads r to its end, or fails with a TooLargeError once it holds more than limit
+// bytes.
+func readAtMost(r io.Reader, limit int64, what string) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return data, err
+	}
+	if int64(len(data)) > limit {
+		return nil, &TooLargeError{What: what, Limit: limit}
+	}
+	return data, nil
+}
+
+// readErrorBody reads an error answer's body up to maxErrorBodyBytes; unread says there was
+// more, which the error then says (shownBody) rather than cutting it without a word.
+func readErrorBody(r io.Reader) (text string, unread bool, err error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxErrorBodyBytes+1))
+	if err != nil {
+		return "", false, err
+	}
+	if int64(len(data)) > maxErrorBodyBytes {
+		return string(data[:maxErrorBodyBytes]), true, nil
+	}
+	return string(data), false, nil
+}
+
+// limitBodies wraps a transport so that no response body yields more than limit bytes: past it,
+// Read fails with a TooLargeError, and client-go's Do returns that error instead of the answer.
+// A watch is a stream meant to last: it is exempt, and client-go's streaming decoder bounds each
+// of its events instead (16 MiB, k8s.io/apimachinery/pkg/runtime/serializer/streaming).
+func limitBodies(limit int64) func(http.RoundTripper) http.RoundTripper {
+	return func(rt http.RoundTripper) http.RoundTripper {
+		return &wrapper{base: rt, roundTrip: func(req *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(req)
+			if err != nil || req.URL.Query().Get("watch") == "true" {
+				return resp, err
+			}
+			resp.Body = &limitedBody{ReadCloser: resp.Body, left: limit, err: &TooLargeError{What: "the apiserver's answer to " + req.Method + " " + req.URL.Path, Limit: limit}}
+			return resp, nil
+		}}
+	}
+}
+
+// limitedBody is a response body that fails once more than left bytes were read.
+type limitedBody struct {
+	io.ReadCloser
+	left int64
+	err  error
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, b.err
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1] // one byte more than allowed says there is more
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return 0, b.err
+	}
+	return n, err
+}
+
+// Printable is text from a server (an error body, a name, a certificate's field) made safe to
+// print on a terminal: control characters and invalid UTF-8 are written as Go escapes (\x1b,
+// \u009b), so that what a server sends cannot move the cursor, rewrite a line or hide text.
+// Newlines and tabs stay only where keepNewlines says (multi-line hints).
+func Printable(s string, keepNewlines bool) string {
+	if isPrintable(s, keepNewlines) {
+		return s
+	}
+	var b strings.Builder
+	for i, w := 0, 0; i < len(s); i += w {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		w = size
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case keepNewlines && (r == '\n' || r == '\t'):
+			b.WriteRune(r)
+		case unicode.IsControl(r) || isInvisibleFormat(r):
+			q := fmt.Sprintf("%+q", string(r)) // "\x1b", "\u009b"
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func isPrintable(s string, keepNewlines bool) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if keepNewlines && (r == '\n' || r == '\t') {
+			continue
+		}
+		if unicode.IsControl(r) || isInvisibleFormat(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// isInvisibleFormat is a character that changes how a line reads without showing itself: the
+// bidirectional overrides and isolates (a "Trojan Source" reordering).
+func isInvisibleFormat(r rune) bool {
+	return (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
+}
+
+// errUnsafeArgument says a server's text was not made into a command argument.
+var errUnsafeArgument = errors.New("holds control characters or invalid UTF-8")
+
+// ShellQuote writes s as one argument of a POSIX shell command: as it is when it holds only
+// characters no shell treats specially, else in single quotes (a ' inside written '"'"'). Text
+// with control characters or invalid UTF-8 is refused: quoted, it would still print as
+// something else on a terminal, and a reader could not see what they were pasting.
+func ShellQuote(s string) (string, error) {
+	if !isPrintable(s, false) {
+		return "", errUnsafeArgument
+	}
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+:,./_-") == "" {
+		return s, nil
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'", nil
+}
+
+// quoteArgs is args quoted for a shell (ShellQuote) and joined with spaces; ok is false when
+// one of them is refused, and then the command must not be printed.
+func quoteArgs(args ...string) (quoted string, ok bool) {
+	out := make([]string, len(args))
+	for i, a := range args {
+		q, err := ShellQuote(a)
+		if err != nil {
+			return "", false
+		}
+		out[i] = q
+	}
+	return strings.Join(out, " "), true
+}
