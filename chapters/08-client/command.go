@@ -162,6 +162,8 @@ func (o *clientOptions) complete(flags *pflag.FlagSet) error {
 	}
 	if !flags.Changed("service-account") {
 		o.opts.ServiceAccount = "" // the library's default, and no "ignored" complaint from it
+	} else if _, _, err := kubeletclient.ParseServiceAccount(o.opts.ServiceAccount); err != nil {
+		return err // before any request: it becomes a path of the TokenRequest
 	}
 	return nil
 }
@@ -322,12 +324,14 @@ func (o *clientOptions) raw(ctx context.Context, client *kubeletclient.Client) e
 			continue
 		}
 		if len(results) > 1 {
-			fmt.Fprintf(o.out, "==> %s <==\n", r.Node)
+			fmt.Fprintf(o.out, "==> %s <==\n", kubeletclient.Printable(r.Node, false))
 		}
 		body := r.Body
 		var indented bytes.Buffer
 		if json.Indent(&indented, body, "", "  ") == nil {
-			body = indented.Bytes()
+			body = indented.Bytes() // valid JSON: no raw control character left in it
+		} else {
+			body = []byte(kubeletclient.Printable(string(body), true)) // the kubelet's text, as text
 		}
 		if _, err := o.out.Write(body); err != nil {
 			return err
@@ -352,7 +356,7 @@ func (o *clientOptions) collect(ctx context.Context, client *kubeletclient.Clien
 
 	if len(results) == 1 && results[0].Err != nil {
 		if r := results[0]; r.FellBack != nil {
-			fmt.Fprintf(o.errOut, "note: the kubelet of %s could not be reached (%s); the apiserver's node proxy was asked instead, and failed too.\n", r.Node, redactText(firstLine(r.FellBack)))
+			fmt.Fprintf(o.errOut, "note: the kubelet of %s could not be reached (%s); the apiserver's node proxy was asked instead, and failed too.\n", redactText(r.Node), redactText(firstLine(r.FellBack)))
 		}
 		return nil, nil, nil, results[0].Err // one kubelet asked: its error is the command's
 	}
@@ -361,7 +365,7 @@ func (o *clientOptions) collect(ctx context.Context, client *kubeletclient.Clien
 	via, answered = map[string]string{}, map[string]bool{}
 	for _, r := range results {
 		if r.FellBack != nil {
-			fmt.Fprintf(o.errOut, "note: the kubelet of %s could not be reached (%s); fetched through the apiserver's node proxy instead.\n", r.Node, redactText(firstLine(r.FellBack)))
+			fmt.Fprintf(o.errOut, "note: the kubelet of %s could not be reached (%s); fetched through the apiserver's node proxy instead.\n", redactText(r.Node), redactText(firstLine(r.FellBack)))
 		}
 		if r.Err != nil {
 			failed = append(failed, r.Node)
@@ -383,13 +387,23 @@ func (o *clientOptions) collect(ctx context.Context, client *kubeletclient.Clien
 func (o *clientOptions) print(rows []podtable.Row, via map[string]string) error {
 	now := podtable.Clock(o.now)
 	switch o.output {
-	case "table":
-		return podtable.Print(o.out, rows, podtable.Node, podtable.Namespace, podtable.Name, podtable.Ready, podtable.Status, podtable.Restarts(now), podtable.Source)
-	case "wide":
-		viaColumn := podtable.Column{Header: "VIA", Value: func(r podtable.Row) string { return via[r.Node] }}
-		uid := podtable.Column{Header: "UID", Value: func(r podtable.Row) string { return string(r.Pod.UID) }}
-		return podtable.Print(o.out, rows, podtable.Node, podtable.Namespace, podtable.Name, podtable.Ready, podtable.Status, podtable.Restarts(now),
-			podtable.Source, podtable.IP, viaColumn, uid, podtable.Age(now))
+	case "table", "wide":
+		// Every cell is a kubelet's text: the table is printed with control characters escaped.
+		var table bytes.Buffer
+		var err error
+		if o.output == "table" {
+			err = podtable.Print(&table, rows, podtable.Node, podtable.Namespace, podtable.Name, podtable.Ready, podtable.Status, podtable.Restarts(now), podtable.Source)
+		} else {
+			viaColumn := podtable.Column{Header: "VIA", Value: func(r podtable.Row) string { return via[r.Node] }}
+			uid := podtable.Column{Header: "UID", Value: func(r podtable.Row) string { return string(r.Pod.UID) }}
+			err = podtable.Print(&table, rows, podtable.Node, podtable.Namespace, podtable.Name, podtable.Ready, podtable.Status, podtable.Restarts(now),
+				podtable.Source, podtable.IP, viaColumn, uid, podtable.Age(now))
+		}
+		if err != nil {
+			return err
+		}
+		_, err = io.WriteString(o.out, kubeletclient.Printable(table.String(), true))
+		return err
 	}
 	// A list as kubectl prints one: kind and apiVersion set, and "items": [] when empty.
 	list := &corev1.PodList{Items: []corev1.Pod{}}
@@ -408,14 +422,16 @@ func (o *clientOptions) print(rows []podtable.Row, via map[string]string) error 
 		return (&printers.YAMLPrinter{}).PrintObj(list, o.out)
 	}
 	names := &printers.NamePrinter{}
+	var printed bytes.Buffer
 	for i := range list.Items {
 		pod := &list.Items[i]
 		pod.Kind, pod.APIVersion = "Pod", "v1"
-		if err := names.PrintObj(pod, o.out); err != nil {
+		if err := names.PrintObj(pod, &printed); err != nil {
 			return err
 		}
 	}
-	return nil
+	_, err := io.WriteString(o.out, kubeletclient.Printable(printed.String(), true))
+	return err
 }
 
 func firstLine(err error) string {
@@ -427,8 +443,11 @@ func firstLine(err error) string {
 var userinfo = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s"]+@`)
 
 // redactText hides user info in the URLs of a message: net/http masks a password, not a user
-// name, and either may be a secret.
-func redactText(s string) string { return userinfo.ReplaceAllString(s, "${1}xxxxx@") }
+// name, and either may be a secret. It also escapes control characters (kubeletclient.Printable):
+// a message quotes servers' words.
+func redactText(s string) string {
+	return kubeletclient.Printable(userinfo.ReplaceAllString(s, "${1}xxxxx@"), true)
+}
 
 // redact is err with redactText applied to its message, for printing.
 func redact(err error) error {

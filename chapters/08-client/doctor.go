@@ -67,7 +67,8 @@ func (o *clientOptions) runDoctor(ctx context.Context) error {
 		tw := printers.GetNewTabWriter(o.out)
 		fmt.Fprintln(tw, "NODE\tCHECK\tRESULT\tDETAIL")
 		for _, ch := range checks {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", ch.Node, ch.Name, ch.Verdict, ch.Detail)
+			// Node names and details quote servers (the apiserver, the kubelet's certificate).
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", kubeletclient.Printable(ch.Node, false), ch.Name, ch.Verdict, kubeletclient.Printable(ch.Detail, false))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -81,7 +82,7 @@ func (o *clientOptions) runDoctor(ctx context.Context) error {
 		}
 		failed++
 		if !fixed[ch.Node] && ch.Fix != "" && o.output != "json" {
-			fmt.Fprintf(o.errOut, "fix (%s, %s): %s\n", ch.Node, ch.Name, ch.Fix)
+			fmt.Fprintf(o.errOut, "fix (%s, %s): %s\n", kubeletclient.Printable(ch.Node, false), ch.Name, kubeletclient.Printable(ch.Fix, false))
 			fixed[ch.Node] = true
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/08-client/kubeletclient"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/podtable"
 )
 
@@ -60,7 +61,7 @@ func (w *watcher) report(out io.Writer, rows []podtable.Row, answered map[string
 	}
 	sort.SliceStable(lines, func(i, j int) bool { return lines[i][7:] < lines[j][7:] }) // by node and pod, not by kind
 	for _, l := range lines {
-		fmt.Fprintln(out, l)
+		fmt.Fprintln(out, kubeletclient.Printable(l, false)) // names and states are the kubelet's text
 	}
 	w.seen = now
 }
