@@ -24,12 +24,13 @@ type StartOptions struct {
 	StaticPodPath string
 	// Address is where both servers listen; default 127.0.0.1.
 	Address string
-	// ReadOnlyPort and SecurePort: 0 picks a free port, negative disables the server.
+	// ReadOnlyPort and SecurePort: 0 picks a free port, negative disables the server, a
+	// positive port must be free. The secure server runs only with TLSConfig and Auth: without
+	// them it would be plain HTTP for everyone, as the real server is without them, so it is off
+	// (and a positive SecurePort is an error).
 	ReadOnlyPort, SecurePort int
-	// TLSConfig and Auth protect the secure port; without them it is plain HTTP for everyone,
-	// as the real server is without them.
-	TLSConfig *tls.Config
-	Auth      server.AuthInterface
+	TLSConfig                *tls.Config
+	Auth                     server.AuthInterface
 	// FileCheckFrequency is the static pod path's re-list period; default 20s, as the kubelet's.
 	FileCheckFrequency time.Duration
 }
@@ -61,6 +62,12 @@ func Start(ctx context.Context, opts StartOptions) (*Running, error) {
 	readOnlyPort, err := pickPort(opts.Address, opts.ReadOnlyPort)
 	if err != nil {
 		return nil, err
+	}
+	if opts.TLSConfig == nil || opts.Auth == nil {
+		if opts.SecurePort > 0 {
+			return nil, fmt.Errorf("secure port %d: the toy kubelet serves it only with TLSConfig and Auth", opts.SecurePort)
+		}
+		opts.SecurePort = -1
 	}
 	securePort, err := pickPort(opts.Address, opts.SecurePort)
 	if err != nil {
@@ -94,11 +101,7 @@ func Start(ctx context.Context, opts StartOptions) (*Running, error) {
 	goStart(func() { r.Run(ctx, r.PodConfig.Updates()) })
 	if config.EnableServer {
 		goStart(func() { r.ListenAndServe(ctx, config, opts.TLSConfig, opts.Auth, nil) })
-		scheme := "http"
-		if opts.TLSConfig != nil {
-			scheme = "https"
-		}
-		r.SecureURL = scheme + "://" + net.JoinHostPort(opts.Address, strconv.Itoa(securePort))
+		r.SecureURL = "https://" + net.JoinHostPort(opts.Address, strconv.Itoa(securePort))
 	}
 	if config.ReadOnlyPort > 0 {
 		goStart(func() { r.ListenAndServeReadOnly(ctx, net.ParseIP(opts.Address), uint(readOnlyPort), nil) })
@@ -128,9 +131,19 @@ func (r *Running) Stop() {
 	})
 }
 
+// pickPort returns 0 (disabled) for a negative want, want when it is free on host — a port in
+// use would leave the toy's server failing in its goroutine while another program answers at
+// its URL — and a free port for 0.
 func pickPort(host string, want int) (int, error) {
-	if want != 0 {
-		return max(want, 0), nil
+	if want < 0 {
+		return 0, nil
+	}
+	if want > 0 {
+		l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(want)))
+		if err != nil {
+			return 0, fmt.Errorf("the toy kubelet's port: %w", err)
+		}
+		return want, l.Close()
 	}
 	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
