@@ -58,7 +58,7 @@ func TestKubectlReachesTheCluster(t *testing.T) {
 	cmd.WaitDelay = 10 * time.Second
 	require.NoError(t, cmd.Start())
 	defer func() { _ = cmd.Process.Signal(syscall.SIGINT); _ = cmd.Wait() }()
-	require.Eventually(t, func() bool { return strings.Contains(output.String(), "until Ctrl-C") }, 3*time.Minute, 100*time.Millisecond, "%s", output.String())
+	require.Eventually(t, func() bool { return strings.Contains(output.String(), "until Ctrl-C") }, 3*time.Minute, 100*time.Millisecond, "%s", &output) // &output: what it holds when the wait gives up
 	if strings.Contains(output.String(), "this machine's network") {
 		t.Fatal("the chapter must default to a private network namespace")
 	}

@@ -587,7 +587,7 @@ func TestWatch(t *testing.T) {
 	waitFor := func(line string) {
 		t.Helper()
 		require.Eventually(t, func() bool { return strings.Contains(out.String()+errOut.String(), line) }, 10*time.Second, 10*time.Millisecond,
-			"waiting for %q in:\n%s\n%s", line, out.String(), errOut.String())
+			"waiting for %q in:\n%s\n%s", line, &out, &errOut) // pointers: what they hold when the wait gives up
 	}
 
 	waitFor("ADD    n1 default/web 1/1 Running 0\n")

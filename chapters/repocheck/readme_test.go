@@ -596,7 +596,7 @@ func startBackground(t *testing.T, bin string, ex example, tmp scratch) {
 		}
 	})
 	require.Eventually(t, func() bool { return strings.Contains(out.String(), "until Ctrl-C") },
-		3*time.Minute, 100*time.Millisecond, "%s never said it serves:\n%s", ex.command, out.String())
+		3*time.Minute, 100*time.Millisecond, "%s never said it serves:\n%s", ex.command, &out) // &out: what it holds when the wait gives up
 }
 
 // rewrite replaces the given blocks of readme with real outputs, last block first so that

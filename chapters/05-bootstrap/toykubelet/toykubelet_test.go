@@ -107,7 +107,7 @@ func TestSyncLoop(t *testing.T) {
 	}
 	for _, step := range steps {
 		updates <- step.update
-		require.Eventually(t, func() bool { return len(k.Pods()) == len(step.want.pods) }, 5*time.Second, time.Millisecond, step.name)
+		require.Eventually(t, func() bool { return len(k.Pods()) == len(step.want.pods) }, 30*time.Second, time.Millisecond, step.name)
 		// One more update proves the previous one has been handled completely.
 		updates <- kubetypes.PodUpdate{Op: kubetypes.RECONCILE}
 		got, images := map[string]v1.PodPhase{}, map[string]string{}
@@ -149,7 +149,7 @@ func TestGarbageCollection(t *testing.T) {
 	time.Sleep(50 * time.Millisecond) // several collections, all within the grace period
 	assert.Equal(t, []types.UID{"uid-a"}, k.Removed())
 	clk.Step(time.Minute + time.Second)
-	assert.Eventually(t, func() bool { return len(k.Removed()) == 0 }, 5*time.Second, 5*time.Millisecond)
+	assert.Eventually(t, func() bool { return len(k.Removed()) == 0 }, 30*time.Second, 5*time.Millisecond)
 }
 
 func freePort(t *testing.T) int {
@@ -177,7 +177,7 @@ func waitListen(t *testing.T, addr string) {
 			_ = c.Close()
 		}
 		return err == nil
-	}, 5*time.Second, 5*time.Millisecond)
+	}, 30*time.Second, 5*time.Millisecond)
 }
 
 func TestReadOnlyServer(t *testing.T) {
@@ -309,7 +309,7 @@ func TestPodResourcesAndPodsAPI(t *testing.T) {
 	defer cancel()
 
 	dial := func(socket string) *grpc.ClientConn {
-		require.Eventually(t, func() bool { _, err := os.Stat(socket); return err == nil }, 5*time.Second, 5*time.Millisecond)
+		require.Eventually(t, func() bool { _, err := os.Stat(socket); return err == nil }, 30*time.Second, 5*time.Millisecond)
 		conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = conn.Close() })

@@ -73,12 +73,11 @@ func authorized(t *testing.T, c *minicluster.Cluster, name, subresource string, 
 		Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:kubelet-reader", "system:authenticated"},
 		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Resource: "nodes", Subresource: subresource},
 	}}
-	var got *authorizationv1.SubjectAccessReview
-	var err error
-	require.Eventually(t, func() bool {
-		got, err = c.Client.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), review, metav1.CreateOptions{})
-		return err == nil && got.Status.Allowed == want
-	}, 30*time.Second, 100*time.Millisecond, "get nodes/%s for %s: want allowed=%v (last answer %+v, %v)", subresource, review.Spec.User, want, got, err)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		got, err := c.Client.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), review, metav1.CreateOptions{})
+		require.NoError(ct, err)
+		assert.Equal(ct, want, got.Status.Allowed, "get nodes/%s for %s (last answer %+v)", subresource, review.Spec.User, got.Status)
+	}, 30*time.Second, 100*time.Millisecond)
 }
 
 // tokenFile is a ServiceAccount's token in a file, as the kubelet projects it into a pod.

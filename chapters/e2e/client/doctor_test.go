@@ -83,10 +83,13 @@ func TestDoctor(t *testing.T) {
 			client, err := kubeletclient.New(admin, tt.opts)
 			require.NoError(t, err)
 			var checks []kubeletclient.Check
-			require.Eventually(t, func() bool { // a fresh binding may take a moment to reach the authorizer
+			require.EventuallyWithT(t, func(c *assert.CollectT) { // a fresh binding may take a moment to reach the authorizer
 				checks = client.Doctor(ctx, tt.node)
-				return len(checks) == 6 && (tt.want[kubeletclient.CheckFetch].verdict != "" || checks[5].Verdict == kubeletclient.OK)
-			}, 30*time.Second, 200*time.Millisecond, "%+v", checks)
+				require.Len(c, checks, 6, "%+v", checks)
+				if tt.want[kubeletclient.CheckFetch].verdict == "" {
+					assert.Equal(c, kubeletclient.OK, checks[5].Verdict, "%+v", checks[5])
+				}
+			}, 30*time.Second, 200*time.Millisecond)
 			var names []string
 			for _, ch := range checks {
 				names = append(names, ch.Name)

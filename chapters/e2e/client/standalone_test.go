@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -66,10 +65,11 @@ func TestAgainstStandaloneKubelet(t *testing.T) {
 			require.NoError(t, err)
 			r := c.FetchURL(context.Background(), tt.url)
 			if tt.wantKind == "" {
-				require.Eventually(t, func() bool { // the kubelet may still be reading its manifests
+				require.EventuallyWithT(t, func(ct *assert.CollectT) { // the kubelet may still be reading its manifests
 					r = c.FetchURL(context.Background(), tt.url)
-					return r.Err == nil && len(r.Pods) == 5
-				}, 30*time.Second, 50*time.Millisecond, "%v", r.Err)
+					require.NoError(ct, r.Err)
+					assert.Len(ct, r.Pods, 5)
+				}, 30*time.Second, 50*time.Millisecond)
 				assert.Equal(t, tt.wantProto, r.Protocol)
 				return
 			}
@@ -96,12 +96,14 @@ func TestTokenNeverLogged(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 
 	var output []byte
-	require.Eventually(t, func() bool {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		cmd := exec.Command(bin, "--kubelet-url", s.kubelet.SecureURL, "--auth=token", "--token-file", s.tokens["reader"],
 			"--kubelet-ca-file", s.caFile, "-v=10")
+		var err error
 		output, err = cmd.CombinedOutput()
-		return err == nil && strings.Contains(string(output), "web-e2e-node")
-	}, 30*time.Second, 100*time.Millisecond, "%s", output)
+		require.NoError(c, err, "%s", output)
+		assert.Contains(c, string(output), "web-e2e-node")
+	}, 30*time.Second, 100*time.Millisecond)
 	assert.Contains(t, string(output), "Authorization: Bearer <masked>", "at -v=10 client-go logs the request headers, masked")
 	assert.NotContains(t, string(output), token)
 	assert.NotContains(t, string(output), token[:16])

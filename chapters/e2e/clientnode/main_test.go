@@ -185,7 +185,7 @@ func (f *fixture) canI(t *testing.T, subresource, as, want string) {
 	require.Eventually(t, func() bool {
 		got = f.kubectlResult(t, "auth", "can-i", "get", "nodes/"+nodeName, "--subresource="+subresource, as)
 		return strings.TrimSpace(got.stdout) == want
-	}, 30*time.Second, 200*time.Millisecond, "can-i get nodes/%s %s: want %s", subresource, as, want)
+	}, 30*time.Second, 200*time.Millisecond, "can-i get nodes/%s %s: want %s; the last answer: %s", subresource, as, want, &got)
 }
 
 // inNode runs a command in the node, as `minikube ssh -- sudo …` would.

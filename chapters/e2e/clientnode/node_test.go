@@ -159,7 +159,7 @@ func TestTokenAndRBAC(t *testing.T) {
 	// (pkg/serviceaccount/claims.go#L344 (CredentialID: authenticationtokenjwt.CredentialIDForJTI(jti),)).
 	f.applyRBAC(t)
 	applied := time.Now()
-	require.Eventually(t, func() bool { r = beside(); return r.code == 0 }, 30*time.Second, 250*time.Millisecond, "%s", r)
+	require.Eventually(t, func() bool { r = beside(); return r.code == 0 }, 30*time.Second, 250*time.Millisecond, "%s", &r) // &r: the last answer
 	t.Logf("the kubelet let the reader in %s after kubectl apply", time.Since(applied).Round(time.Millisecond))
 	for _, pod := range []string{"etcd-minikube", "kube-apiserver-minikube", "kube-controller-manager-minikube", "kube-scheduler-minikube"} {
 		assert.Contains(t, r.stdout, pod)
@@ -379,7 +379,7 @@ func TestTableAgreesWithKubectl(t *testing.T) {
 		ours, theirs = columns(r.stdout, 1), columns(f.kubectl(t, "get", "pods", "-A"), 0)
 		// Until the DaemonSet's pod has settled (ContainerCreating agrees too, but is not the point).
 		return ours["kubelet-reader/"+daemonSetPod(ours)] == "0/1 ErrImageNeverPull 0" && assert.ObjectsAreEqual(theirs, ours)
-	}, time.Minute, time.Second, "client:\n%v\nkubectl:\n%v", ours, theirs)
+	}, time.Minute, time.Second, "client:\n%v\nkubectl:\n%v", &ours, &theirs) // pointers: the last answers
 	assert.Len(t, ours, 7, "kube-system's six and the DaemonSet's")
 }
 
@@ -402,6 +402,8 @@ func TestServingCertificateFromTheClusterCA(t *testing.T) {
 	f.applyRBAC(t)
 	before, err := f.pods(t)
 	require.NoError(t, err)
+	// What the restarted kubelet must run again: an empty list would make that check pass on nothing.
+	require.Contains(t, before, "kube-system/kube-apiserver-minikube", "the pods the kubelet runs before its restart")
 	const config = "/var/lib/kubelet/config.yaml"
 	f.inNode(t, "cp", config, config+".kubeadm")
 	t.Cleanup(func() {
@@ -445,7 +447,7 @@ func TestServingCertificateFromTheClusterCA(t *testing.T) {
 	require.Eventually(t, func() bool {
 		r = f.client(t, "--node", nodeName, "--via=kubelet")
 		return r.code == 1 && strings.Contains(r.stderr, "remote error: tls: internal error")
-	}, 30*time.Second, 500*time.Millisecond, "no serving certificate yet: the kubelet fails every handshake\n%s", r)
+	}, 30*time.Second, 500*time.Millisecond, "no serving certificate yet: the kubelet fails every handshake\n%s", &r) // &r: the last answer
 	// The error says why, and names the CSR to approve: the one the kubelet asked for.
 	want := "error: handshake refused: Get \"https://192.168.49.2:10250/pods\": remote error: tls: internal error\n" +
 		"  The kubelet failed the TLS handshake on its side (alert internal_error), as a kubelet with no serving certificate does: " +
@@ -473,7 +475,7 @@ func TestServingCertificateFromTheClusterCA(t *testing.T) {
 	require.Eventually(t, func() bool {
 		r = f.client(t, "--node", nodeName, "--via=kubelet")
 		return r.code == 0
-	}, time.Minute, time.Second, "%s", r)
+	}, time.Minute, time.Second, "%s", &r) // &r: the last answer
 	assert.Contains(t, r.stdout, "kube-apiserver-minikube")
 
 	r = f.client(t, "doctor", "--node", nodeName)
