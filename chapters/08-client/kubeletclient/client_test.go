@@ -129,9 +129,10 @@ func (b *batches) hold(ctx context.Context) {
 // nodes were not answered, asks no other, and returns. The first node's kubelet answers at
 // once; the others' would answer a minute later, and no request timeout ends a request before
 // that. What is checked is the order of events — the client hung up before that kubelet
-// answered — that the deadline was not cut short, and that AllNodes returned within a few
-// times its deadline: never how quickly the machine got there. The deadline is generous enough
-// for the first node to answer on a loaded machine.
+// answered — that the deadline was not cut short, and that AllNodes returned long before the slow
+// kubelets would have answered (half their minute: waiting for them is the failure, not a slow
+// machine): never how quickly the machine got there. The deadline is generous enough for the
+// first node to answer on a loaded machine.
 func TestAllNodesDeadline(t *testing.T) {
 	const deadline, slowAnswer = 2 * time.Second, time.Minute
 	p := fakecluster.NewPKI(t)
@@ -162,8 +163,8 @@ func TestAllNodesDeadline(t *testing.T) {
 	select {
 	case err := <-done:
 		require.NoError(t, err)
-	case <-time.After(3 * deadline):
-		t.Fatalf("AllNodes did not return within three times its deadline (%s)", deadline)
+	case <-time.After(slowAnswer / 2):
+		t.Fatalf("AllNodes did not return within %s, half the slow kubelets' answer time: its deadline (%s) did not end it", slowAnswer/2, deadline)
 	}
 	assert.GreaterOrEqual(t, time.Since(start), deadline, "the deadline is not cut short")
 	require.Eventually(t, func() bool { return slow.Abandoned() == 1 }, slowAnswer/2, 10*time.Millisecond,
