@@ -177,6 +177,16 @@ func apiserverClient(cfg *rest.Config, maxBytes int64) (*kubernetes.Clientset, e
 	return kubernetes.NewForConfigAndClient(cfg, httpClient)
 }
 
+// NewAPIServerClient is a clientset for the apiserver that, as this client's own, follows no
+// redirect and reads no answer past maxBytes (0: DefaultMaxResponseBytes): for a program that
+// reads the node proxy (GET /api/v1/nodes/NAME/proxy/...) with the kubeconfig's credentials.
+func NewAPIServerClient(cfg *rest.Config, maxBytes int64) (*kubernetes.Clientset, error) {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxResponseBytes
+	}
+	return apiserverClient(cfg, maxBytes)
+}
+
 func withTimeout(c *rest.Config, timeout time.Duration) *rest.Config {
 	c = rest.CopyConfig(c)
 	c.Timeout = timeout

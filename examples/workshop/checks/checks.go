@@ -23,6 +23,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/08-client/kubeletclient"
 )
 
 // Env is what a check may look at.
@@ -42,11 +44,23 @@ type Env struct {
 	Raw func(ctx context.Context, path string) ([]byte, error)
 }
 
+// raw GETs an apiserver path. With Config, through a client that follows no redirect and
+// bounds what it reads: the node proxy passes a kubelet's redirect on, and client-go's transport
+// would send the kubeconfig's credentials along to wherever it points
+// (kubeletclient.NewAPIServerClient).
 func (e Env) raw(ctx context.Context, path string) ([]byte, error) {
 	if e.Raw != nil {
 		return e.Raw(ctx, path)
 	}
-	return e.Client.CoreV1().RESTClient().Get().AbsPath(path).DoRaw(ctx)
+	client := e.Client
+	if e.Config != nil {
+		guarded, err := kubeletclient.NewAPIServerClient(e.Config, 0)
+		if err != nil {
+			return nil, err
+		}
+		client = guarded
+	}
+	return client.CoreV1().RESTClient().Get().AbsPath(path).DoRaw(ctx)
 }
 
 func (e Env) now() time.Time {

@@ -362,7 +362,7 @@ func checkDaemonSet(ctx context.Context, env Env) (Result, error) {
 		return r, fmt.Errorf("the pod's log: %w", err)
 	}
 	defer logs.Close()
-	data, err := io.ReadAll(logs)
+	data, err := readLog(logs)
 	if err != nil {
 		return r, err
 	}
@@ -376,9 +376,25 @@ func checkDaemonSet(ctx context.Context, env Env) (Result, error) {
 		if len(last) > 300 {
 			last = last[:300] + "…"
 		}
+		last = kubeletclient.Printable(last, true) // the pod's words: no control characters
 		r.missing("the agent's log to show its node's pods, read from the kubelet (VIA kubelet): kubectl -n kubelet-reader logs ds/kubelet-reader. It says: %s\n      A certificate error? The kubelet's serving certificate must come from the cluster CA: exercise 9", last)
 	}
 	return r, nil
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// maxLog bounds the agent's last forty log lines: its lines are a table's rows, short. A log
+// longer than that is no agent's, and is not read to its end.
+const maxLog = 1 << 20
+
+func readLog(r io.Reader) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxLog+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxLog {
+		return nil, fmt.Errorf("the pod's last 40 log lines are longer than %d bytes: not read", maxLog)
+	}
+	return data, nil
+}
