@@ -22,6 +22,7 @@ import (
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/06-static-pods/staticpods"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/program"
 )
 
 // NewStaticPodsCommand builds the chapter's command and its two subcommands.
@@ -45,6 +46,11 @@ type sourceFlags struct {
 func (f *sourceFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.manifests, "manifests", "examples/static-pods", "the static pod directory (the kubelet's staticPodPath)")
 	cmd.Flags().StringVar(&f.nodeName, "node-name", "walkthrough", "node name: part of each pod's name and UID")
+}
+
+// validate checks the node name before anything is read: it becomes part of every pod's name.
+func (f *sourceFlags) validate() error {
+	return program.NodeName("--node-name", f.nodeName)
 }
 
 // directory checks that the manifests path is a readable directory, with a message that says
@@ -97,6 +103,9 @@ func newLoadCommand() *cobra.Command {
 }
 
 func (o *loadOptions) run(out, errOut io.Writer) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
 	var printer printers.ResourcePrinter
 	switch o.output {
 	case "json":
@@ -167,7 +176,25 @@ func newWatchCommand(ctx context.Context) *cobra.Command {
 	return cmd
 }
 
+// validate checks the flags before anything starts: a period of 0 or less would panic in the
+// re-list's ticker, and a negative --for would run until Ctrl-C.
+func (o *watchOptions) validate() error {
+	if err := o.sourceFlags.validate(); err != nil {
+		return err
+	}
+	if err := program.Positive("--file-check-frequency", o.period); err != nil {
+		return err
+	}
+	if o.duration < 0 {
+		return fmt.Errorf("--for %s: must be 0 (until Ctrl-C) or more", o.duration)
+	}
+	return nil
+}
+
 func (o *watchOptions) run(ctx context.Context, out io.Writer) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
 	dir, err := o.directory()
 	if err != nil {
 		return err

@@ -75,3 +75,35 @@ func TestLoadEmptyList(t *testing.T) {
 		})
 	}
 }
+
+// Bad flag values are refused before anything is read or watched: a re-list period of 0 used to
+// panic in the ticker, a negative --for to run until Ctrl-C, a node name the apiserver refuses to
+// name pods nothing could serve.
+func TestBadFlags(t *testing.T) {
+	manifests := filepath.Join("..", "..", "examples", "static-pods")
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"a period of 0", []string{"watch", "--file-check-frequency", "0"}, "--file-check-frequency 0s: must be more than 0"},
+		{"a negative period", []string{"watch", "--file-check-frequency", "-1s"}, "--file-check-frequency -1s: must be more than 0"},
+		{"a negative --for", []string{"watch", "--for", "-1s"}, "--for -1s: must be 0 (until Ctrl-C) or more"},
+		{"an upper-case node name", []string{"watch", "--for", "1s", "--node-name", "Node1"}, `--node-name "Node1": a lowercase RFC 1123 subdomain`},
+		{"an empty node name", []string{"load", "--node-name", ""}, `--node-name "": must not be empty`},
+		{"a node name with _", []string{"load", "--node-name", "my_node"}, `--node-name "my_node": a lowercase RFC 1123 subdomain`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := NewStaticPodsCommand(context.Background())
+			var out bytes.Buffer
+			cmd.SetOut(&out)
+			cmd.SetErr(&out)
+			cmd.SetArgs(append(tt.args, "--manifests", manifests))
+			err := cmd.Execute()
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.wantErr)
+			assert.NotContains(t, out.String(), "Watching", "nothing started")
+		})
+	}
+}

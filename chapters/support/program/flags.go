@@ -1,0 +1,72 @@
+package program
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// The checks below are what a command's Validate runs on its flags before any work starts:
+// each error is one line that names the flag and the value, as the reader typed them.
+
+// NodeName checks a node name as the apiserver does (a DNS-1123 subdomain, lower case): the
+// kubelet names its static pods <name>-<node>, and a name the apiserver refuses would fail only
+// minutes later, as pods that never appear.
+func NodeName(flag, name string) error {
+	if name == "" {
+		return fmt.Errorf("%s %q: must not be empty", flag, name)
+	}
+	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+		return fmt.Errorf("%s %q: %s", flag, name, strings.Join(msgs, "; "))
+	}
+	return nil
+}
+
+// Positive checks a duration that must be more than zero (a period, a timeout).
+func Positive(flag string, d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("%s %s: must be more than 0", flag, d)
+	}
+	return nil
+}
+
+// Port checks a TCP port on 127.0.0.1: 0 (pick a free one) or a port from 1 to 65535 that
+// nothing listens on yet, found by binding it and letting it go.
+func Port(flag string, port int) error {
+	if port == 0 {
+		return nil
+	}
+	if port < 0 || port > 65535 {
+		return fmt.Errorf("%s %d: a port is 0 (pick a free one) or 1 to 65535", flag, port)
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return fmt.Errorf("%s %d: %w", flag, port, err)
+	}
+	return l.Close()
+}
+
+// NewFile creates the file a flag names for the command's output, before any work starts, so
+// that a long run cannot fail only at its end when it cannot write there. It never overwrites:
+// a file that exists is refused. Remove the file on the error path; on success it is the
+// reader's.
+func NewFile(flag, path string) (*os.File, error) {
+	if path == "" {
+		return nil, fmt.Errorf("%s %q: name a file", flag, path)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("%s %s: the file exists; name a new one (it is never overwritten): %w", flag, path, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", flag, path, err)
+	}
+	return f, nil
+}

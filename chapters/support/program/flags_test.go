@@ -1,0 +1,76 @@
+package program
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestNodeName(t *testing.T) {
+	tests := []struct{ name, want string }{
+		{"walkthrough", ""},
+		{"node-2.example", ""},
+		{"", `--node-name "": must not be empty`},
+		{"Walkthrough", `--node-name "Walkthrough": a lowercase RFC 1123 subdomain`},
+		{"bad_name", `--node-name "bad_name": a lowercase RFC 1123 subdomain`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := NodeName("--node-name", tt.name)
+			if tt.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+		})
+	}
+}
+
+func TestPositive(t *testing.T) {
+	assert.NoError(t, Positive("--timeout", time.Second))
+	assert.EqualError(t, Positive("--timeout", 0), "--timeout 0s: must be more than 0")
+	assert.EqualError(t, Positive("--timeout", -time.Second), "--timeout -1s: must be more than 0")
+}
+
+func TestPort(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	busy := l.Addr().(*net.TCPAddr).Port
+	assert.NoError(t, Port("--read-only-port", 0))
+	assert.EqualError(t, Port("--read-only-port", -1), "--read-only-port -1: a port is 0 (pick a free one) or 1 to 65535")
+	assert.EqualError(t, Port("--read-only-port", 65536), "--read-only-port 65536: a port is 0 (pick a free one) or 1 to 65535")
+	err = Port("--read-only-port", busy)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--read-only-port "+strconv.Itoa(busy)+": listen tcp 127.0.0.1:"+strconv.Itoa(busy))
+}
+
+func TestNewFile(t *testing.T) {
+	dir := t.TempDir()
+	existing := filepath.Join(dir, "existing")
+	require.NoError(t, os.WriteFile(existing, []byte("mine"), 0o644))
+
+	f, err := NewFile("--trace", filepath.Join(dir, "new.out"))
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	assert.FileExists(t, filepath.Join(dir, "new.out"))
+
+	_, err = NewFile("--trace", existing)
+	assert.ErrorIs(t, err, os.ErrExist)
+	assert.Contains(t, err.Error(), "--trace "+existing+": the file exists; name a new one (it is never overwritten)")
+	data, err := os.ReadFile(existing)
+	require.NoError(t, err)
+	assert.Equal(t, "mine", string(data), "the reader's file is unchanged")
+
+	_, err = NewFile("--trace", filepath.Join(dir, "no-such-dir", "trace.out"))
+	assert.ErrorIs(t, err, os.ErrNotExist)
+	_, err = NewFile("--trace", "")
+	assert.EqualError(t, err, `--trace "": name a file`)
+}
