@@ -4,9 +4,11 @@ package kubeletlog
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"regexp"
 	"strings"
@@ -53,7 +55,7 @@ func silence() {
 }
 
 // ToFile sends klog's output to path ("-" keeps stderr; "" makes a temporary file that the
-// returned function removes). It returns the file's name, to print for the reader. After the
+// returned function removes; a file that exists is refused, never overwritten). It returns the file's name, to print for the reader. After the
 // returned function, klog is silent: a kubelet's goroutines can outlive its Stop, and what they
 // log then is noise.
 func ToFile(path string) (string, func(), error) {
@@ -66,7 +68,11 @@ func ToFile(path string) (string, func(), error) {
 	if temporary {
 		f, err = os.CreateTemp("", "kubelet-walkthrough-*.log")
 	} else {
-		f, err = os.Create(path)
+		// A file the reader names is theirs: never overwritten, also not by a second run.
+		f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			return "", nil, fmt.Errorf("kubelet log %s: the file exists; name a new one (it is never overwritten): %w", path, err)
+		}
 	}
 	if err != nil {
 		return "", nil, fmt.Errorf("kubelet log: %w", err)

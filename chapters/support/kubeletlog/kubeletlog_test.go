@@ -38,6 +38,14 @@ func TestToFile(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(data), `"to the file"`)
 
+	// A file that exists is the reader's: refused, and left as it was.
+	_, _, err = ToFile(path)
+	require.ErrorIs(t, err, os.ErrExist)
+	assert.Contains(t, err.Error(), "kubelet log "+path+": the file exists; name a new one (it is never overwritten)")
+	again, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, string(data), string(again), "the existing log is unchanged")
+
 	name, restore, err = ToFile("")
 	require.NoError(t, err)
 	assert.FileExists(t, name)
