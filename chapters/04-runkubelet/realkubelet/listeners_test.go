@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/component-base/logs"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kubelet/app/options"
 	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
@@ -180,9 +181,10 @@ func TestKubeletExitSaysWhyAndLeavesNothing(t *testing.T) {
 }
 
 // exitChild starts a kubelet whose read-only port (set by Configure, after Start's check) is
-// port, with klog in a temporary log and a file registered with AtExit, and waits for the
-// kubelet to end the process.
+// port, with logging set up as a chapter's, klog in a temporary log and a file registered with
+// AtExit, and waits for the kubelet to end the process.
 func exitChild(port string) {
+	logs.InitLogs() // as a chapter's program.Run does: contextual logging off
 	_, closeLog, err := kubeletlog.ToFile("")
 	if err != nil {
 		panic(err)

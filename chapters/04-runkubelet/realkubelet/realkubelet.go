@@ -251,6 +251,11 @@ func Start(ctx context.Context, opts Options) (*Kubelet, error) {
 		opts.Dependencies(deps)
 	}
 
+	// The kubelet binary turns contextual logging on, as the ContextualLogging feature gate is by
+	// default (cmd/kubelet/app/server.go#L249-L251 (logsapi.ValidateAndApplyAsField)), after
+	// logs.InitLogs turned it off; component-base's cli.Run, which runs the chapters, only turns
+	// it off. Without it the kubelet would log through klog's global logger, not the one below.
+	klog.EnableContextualLogging(true)
 	ctx = klog.NewContext(ctx, watchExit(logger, lastWords))
 	startMu.Lock()
 	defer startMu.Unlock()
