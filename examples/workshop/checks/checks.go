@@ -111,8 +111,8 @@ var Exercises = []Exercise{
 	{9, "09-serving-certificate", "A serving certificate the cluster CA signs", "09-serving-certificate.yaml", false, checkServingCertificate},
 	{10, "10-node-proxy", "Through the apiserver's node proxy, and back out of it", "10-node-proxy.yaml", false, checkNodeProxy},
 	{11, "11-daemonset", "The client in the cluster, as an agent", "", false, checkDaemonSet},
-	{12, "12-toy-remove", "Coding: REMOVE in the toy's sync loop", "", true, checkCoding("12-toy-remove", "remove_test.go", "TestRemove")},
-	{13, "13-toy-namespace-filter", "Coding: /pods?namespace= on the toy", "", true, checkCoding("13-toy-namespace-filter", "filter_test.go", "TestNamespaceFilter")},
+	{12, "12-toy-remove", "Coding: REMOVE in the toy's sync loop", "", true, checkCoding("12-toy-remove", "remove_test.go", "TestRemove", testFileSums["12-toy-remove/remove_test.go"])},
+	{13, "13-toy-namespace-filter", "Coding: /pods?namespace= on the toy", "", true, checkCoding("13-toy-namespace-filter", "filter_test.go", "TestNamespaceFilter", testFileSums["13-toy-namespace-filter/filter_test.go"])},
 }
 
 // Find returns exercise n.

@@ -4,20 +4,52 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 )
 
+// testFileSums are the SHA-256 sums of the coding exercises' test files as the workshop wrote
+// them (line endings as LF): the checker runs the test as written, not as edited to pass.
+// TestExerciseTestFileSums says the new sum when a test file changes.
+var testFileSums = map[string]string{
+	"12-toy-remove/remove_test.go":           "0aefba6c18e2c036eef053a93243c40463ca06db87ba0b967c43b553773c4040",
+	"13-toy-namespace-filter/filter_test.go": "3f19f675278e576a56fd325df8ec24155c6770c23e9165eb48edd896a620e045",
+}
+
+// fileSum is the SHA-256 of a file's text with CRLF line endings read as LF (git on Windows may
+// check files out with CRLF).
+func fileSum(data []byte) string {
+	sum := sha256.Sum256(bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n")))
+	return hex.EncodeToString(sum[:])
+}
+
 // checkCoding runs a coding exercise's test, by name, against the attendee's code, and passes
-// only when go test says that very test passed: a test file deleted, a test renamed or skipped,
-// or "no tests to run" fail, each saying so (go test alone exits 0 on all of them).
-func checkCoding(dir, file, test string) func(context.Context, Env) (Result, error) {
+// only when go test says that very test passed, from the test file as the workshop wrote it (its
+// SHA-256 is sum): a test file deleted or edited, a test renamed or skipped, or "no tests to run"
+// fail, each saying so (go test alone exits 0 on all of them but the edit).
+func checkCoding(dir, file, test, sum string) func(context.Context, Env) (Result, error) {
 	return func(ctx context.Context, env Env) (Result, error) {
 		var r Result
+		path := "examples/workshop/" + dir + "/" + file
+		data, err := os.ReadFile(filepath.Join(env.Root, filepath.FromSlash(path)))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			r.missing("the exercise's test to pass: its file %s is gone (restore it: git checkout -- %s)", path, path)
+			return r, nil
+		case err != nil:
+			return r, err
+		case fileSum(data) != sum:
+			r.missing("the exercise's test as the workshop wrote it: %s has been edited, and the check runs it as written (restore it: git checkout -- %s; your code is in the other files)", path, path)
+			return r, nil
+		}
 		cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-run", "^"+test+"$", "-v", "-json", "./examples/workshop/"+dir+"/")
 		cmd.Dir = env.Root
 		cmd.Env = append(os.Environ(), "WORKSHOP_EXERCISE=1")
@@ -28,7 +60,7 @@ func checkCoding(dir, file, test string) func(context.Context, Env) (Result, err
 		if err != nil && !errors.As(err, &exit) {
 			return r, fmt.Errorf("go test ./examples/workshop/%s/: %w", dir, err)
 		}
-		if missing := testVerdict(test, "examples/workshop/"+dir+"/"+file, out, stderr.Bytes(), err == nil); missing != "" {
+		if missing := testVerdict(test, path, out, stderr.Bytes(), err == nil); missing != "" {
 			r.missing("%s\n    (the whole output: WORKSHOP_EXERCISE=1 go test -run '^%s$' -v ./examples/workshop/%s/)", missing, test, dir)
 		}
 		return r, nil

@@ -2,6 +2,7 @@ package checks
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,8 +13,10 @@ import (
 )
 
 // TestCheckCodingCannotBeFooled runs the coding checker on a module of its own, whose exercise
-// is done, undone, or its test deleted, renamed or skipped: only a run in which the named test
-// itself passed is a PASS (go test alone exits 0 on a deleted, renamed or skipped test).
+// is done, undone, or its test deleted, edited, renamed or skipped: only a run of the test file
+// as written in which the named test itself passed is a PASS (go test alone exits 0 on a
+// deleted, renamed or skipped test). Each case's test file is the one "the workshop wrote" (its
+// sum is the checker's), but for the edited one.
 func TestCheckCodingCannotBeFooled(t *testing.T) {
 	const exercise = "package ex\n\nfunc Answer() int { return 42 }\n"
 	// test is the exercise's test file, with body as TestAnswer's body after its own guard.
@@ -27,24 +30,29 @@ func TestCheckCodingCannotBeFooled(t *testing.T) {
 		name  string
 		files map[string]string
 		want  string // in what is missing; "" for a PASS
+		// edited: the workshop wrote a test that fails; the file was edited into files' after.
+		edited bool
 	}{
-		{"the test passes", map[string]string{"ex_test.go": test("TestAnswer", "\tif Answer() != 42 {\n\t\tt.Error(\"not 42\")\n\t}\n")}, ""},
+		{"the test passes", map[string]string{"ex_test.go": test("TestAnswer", "\tif Answer() != 42 {\n\t\tt.Error(\"not 42\")\n\t}\n")}, "", false},
 		{"the test fails", map[string]string{"ex_test.go": test("TestAnswer", "\tt.Error(\"Messages: Answer is not 43\")\n")},
-			"the exercise's test to pass; it says:\n      Answer is not 43"},
+			"the exercise's test to pass; it says:\n      Answer is not 43", false},
 		{"the test skips", map[string]string{"ex_test.go": test("TestAnswer", "\tt.Skip(\"later\")\n")},
-			"the exercise's test to pass, not skip: TestAnswer skipped; it says:\n      ex_test.go:14: later"},
+			"the exercise's test to pass, not skip: TestAnswer skipped; it says:\n      ex_test.go:14: later", false},
 		{"a case of the test skips", map[string]string{"ex_test.go": test("TestAnswer", "\tt.Run(\"one\", func(t *testing.T) { t.Skip(\"later\") })\n")},
-			"not skip: TestAnswer/one skipped"},
+			"not skip: TestAnswer/one skipped", false},
 		{"the test file is deleted", nil,
-			"go test found no test file, so TestAnswer did not run (restore it: git checkout -- examples/workshop/ex/ex_test.go)"},
+			"the exercise's test to pass: its file examples/workshop/ex/ex_test.go is gone (restore it: git checkout -- examples/workshop/ex/ex_test.go)", false},
+		{"the test is edited to pass", map[string]string{"ex_test.go": test("TestAnswer", "")},
+			"the exercise's test as the workshop wrote it: examples/workshop/ex/ex_test.go has been edited, and the check runs it as written (restore it: git checkout -- examples/workshop/ex/ex_test.go; your code is in the other files)", true},
+		{"only its line endings differ (git on Windows)", map[string]string{"ex_test.go": strings.ReplaceAll(test("TestAnswer", ""), "\n", "\r\n")}, "", false},
 		{"the test is renamed", map[string]string{"ex_test.go": test("TestOther", "")},
-			"go test found no test named TestAnswer (restore it: git checkout -- examples/workshop/ex/ex_test.go)"},
+			"go test found no test named TestAnswer (restore it: git checkout -- examples/workshop/ex/ex_test.go)", false},
 		{"another test of the same prefix passes", map[string]string{"ex_test.go": test("TestAnswerLater", "")},
-			"go test found no test named TestAnswer"},
+			"go test found no test named TestAnswer", false},
 		{"TestMain runs nothing", map[string]string{"ex_test.go": test("TestAnswer", "") + "\nfunc TestMain(m *testing.M) { os.Exit(0) }\n"},
-			"the exercise's test to pass; it says:"},
+			"the exercise's test to pass; it says:", false},
 		{"the test does not compile", map[string]string{"ex_test.go": test("TestAnswer", "\tundefined()\n")},
-			"the exercise's test to pass; it says:"},
+			"the exercise's test to pass; it says:", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -53,11 +61,16 @@ func TestCheckCodingCannotBeFooled(t *testing.T) {
 			require.NoError(t, os.MkdirAll(dir, 0o755))
 			require.NoError(t, os.WriteFile(filepath.Join(root, "go.mod"), []byte("module example.com/workshop\n\ngo 1.26\n"), 0o644))
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "ex.go"), []byte(exercise), 0o644))
+			sum := ""
 			for name, text := range tt.files {
 				require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644))
+				sum = fileSum([]byte(strings.ReplaceAll(text, "\r\n", "\n")))
+			}
+			if tt.edited {
+				sum = fileSum([]byte(test("TestAnswer", "\tt.Error(\"not yet\")\n")))
 			}
 			t.Setenv("GOFLAGS", "") // the module of its own, as it is
-			r, err := checkCoding("ex", "ex_test.go", "TestAnswer")(context.Background(), Env{Root: root})
+			r, err := checkCoding("ex", "ex_test.go", "TestAnswer", sum)(context.Background(), Env{Root: root})
 			require.NoError(t, err)
 			if tt.want == "" {
 				assert.True(t, r.Passed(), "missing: %v", r.Missing)
@@ -66,7 +79,65 @@ func TestCheckCodingCannotBeFooled(t *testing.T) {
 			require.False(t, r.Passed(), "a PASS for %s", tt.name)
 			missing := strings.Join(r.Missing, "\n")
 			assert.Contains(t, missing, tt.want)
-			assert.Contains(t, missing, "(the whole output: WORKSHOP_EXERCISE=1 go test -run '^TestAnswer$' -v ./examples/workshop/ex/)")
+			if tt.files != nil && !tt.edited { // go test ran
+				assert.Contains(t, missing, "(the whole output: WORKSHOP_EXERCISE=1 go test -run '^TestAnswer$' -v ./examples/workshop/ex/)")
+			}
+		})
+	}
+}
+
+// The checker's sums are those of the exercises' test files: a maintainer who changes a test
+// file updates its sum here (the failure says the new one).
+func TestExerciseTestFileSums(t *testing.T) {
+	coding := 0
+	for _, e := range Exercises {
+		if !e.Offline {
+			continue
+		}
+		coding++
+		files, err := filepath.Glob(filepath.Join(root, "examples", "workshop", e.Name, "*_test.go"))
+		require.NoError(t, err)
+		require.Len(t, files, 1, "%s has one test file", e.Name)
+		data, err := os.ReadFile(files[0])
+		require.NoError(t, err)
+		key := e.Name + "/" + filepath.Base(files[0])
+		assert.Equal(t, testFileSums[key], fileSum(data), "testFileSums[%q] in coding.go", key)
+	}
+	assert.Len(t, testFileSums, coding, "a sum for each coding exercise, and no other")
+}
+
+// testVerdict on go test -json's own words for what the module cases above cannot make: a test
+// file go test does not see (a build constraint), a skip with its reason.
+func TestTestVerdict(t *testing.T) {
+	const file = "examples/workshop/ex/ex_test.go"
+	event := func(action, test, output string) string {
+		data, err := json.Marshal(testEvent{Action: action, Test: test, Output: output})
+		require.NoError(t, err)
+		return string(data) + "\n"
+	}
+	tests := []struct {
+		name, stdout string
+		succeeded    bool
+		want         string
+	}{
+		{"passed", event("run", "TestAnswer", "") + event("pass", "TestAnswer", "") + event("pass", "", ""), true, ""},
+		{"no test files", event("output", "", "?   \texample.com/workshop/examples/workshop/ex\t[no test files]\n") + event("skip", "", ""), true,
+			"go test found no test file, so TestAnswer did not run (restore it: git checkout -- " + file + ")"},
+		{"no tests to run", event("output", "", "testing: warning: no tests to run\n") + event("pass", "", ""), true,
+			"go test found no test named TestAnswer"},
+		{"a pass, but go test failed", event("pass", "TestAnswer", "") + event("fail", "", ""), false, "the exercise's test to pass"},
+		{"a subtest's pass is not the test's", event("pass", "TestAnswer/one", "") + event("pass", "", ""), true, "the exercise's test to pass"},
+		{"skipped, with its reason", event("output", "TestAnswer", "    ex_test.go:14: later\n") + event("output", "TestAnswer", "--- SKIP: TestAnswer (0.00s)\n") + event("skip", "TestAnswer", ""), true,
+			"not skip: TestAnswer skipped; it says:\n      ex_test.go:14: later"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := testVerdict("TestAnswer", file, []byte(tt.stdout), nil, tt.succeeded)
+			if tt.want == "" {
+				assert.Empty(t, got)
+				return
+			}
+			assert.Contains(t, got, tt.want)
 		})
 	}
 }
