@@ -16,6 +16,7 @@ import (
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/realkubelet"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/podtable"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/program"
 )
 
 // runOptions are the chapter's flags.
@@ -44,17 +45,39 @@ func NewRunKubeletCommand(ctx context.Context) *cobra.Command {
 			if err := o.complete(); err != nil {
 				return err
 			}
+			if err := o.validate(); err != nil {
+				return err
+			}
 			return o.run(ctx, cmd)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.staticPodPath, "static-pod-path", "examples/static-pods", "directory of static pod manifests (the kubelet's staticPodPath)")
 	f.StringVar(&o.nodeName, "node-name", realkubelet.DefaultNodeName, "node name (the kubelet's --hostname-override)")
-	f.IntVar(&o.readOnlyPort, "read-only-port", 0, "read-only port on 127.0.0.1; 0 picks a free one")
+	f.IntVar(&o.readOnlyPort, "read-only-port", 0, "read-only port on 127.0.0.1, free; 0 picks a free one")
 	f.StringVar(&o.kubeletLog, "kubelet-log", "", `file for the kubelet's own log lines; "-" for stderr; default: a temporary file removed on exit`)
 	f.DurationVar(&o.wait, "wait", 30*time.Second, "how long to wait for every static pod to be Running before printing")
 	f.BoolVar(&o.once, "once", false, "print the pods and stop instead of serving until Ctrl-C")
 	return cmd
+}
+
+// validate checks every flag before anything starts: a name the apiserver would refuse, a port
+// out of range or taken, a wait of 0, a log file that exists would otherwise fail later, or never
+// say why.
+func (o *runOptions) validate() error {
+	if err := program.NodeName("--node-name", o.nodeName); err != nil {
+		return err
+	}
+	if err := program.Port("--read-only-port", o.readOnlyPort); err != nil {
+		return err
+	}
+	if err := program.Positive("--wait", o.wait); err != nil {
+		return err
+	}
+	if o.kubeletLog != "" && o.kubeletLog != "-" {
+		return program.Absent("--kubelet-log", o.kubeletLog)
+	}
+	return nil
 }
 
 // complete checks the manifest directory before anything starts: the kubelet itself only logs

@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -26,8 +28,8 @@ const badInputTable = "../.ci/bad-input.md"
 type badInput struct {
 	line    int
 	command string   // the package to build, from the repository's root
-	args    []string // with {repo} and {existing} still in them
-	sees    string   // what the output must contain
+	args    []string // with the placeholders ({repo}, {existing}, {busy-port}) still in them
+	sees    string   // what the output must contain (placeholders too)
 	needs   string   // "", "linux" or "root"
 }
 
@@ -174,11 +176,16 @@ func TestBadInput(t *testing.T) {
 			work, tmp := t.TempDir(), t.TempDir()
 			existing := filepath.Join(work, "existing")
 			require.NoError(t, os.WriteFile(existing, []byte(existingContent), 0o644))
+			busy, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			defer busy.Close()
+			placeholders := strings.NewReplacer("{repo}", repo, "{existing}", existing,
+				"{busy-port}", strconv.Itoa(busy.Addr().(*net.TCPAddr).Port))
 			args := make([]string, len(row.args))
 			for i, a := range row.args {
-				a = strings.ReplaceAll(a, "{repo}", repo)
-				args[i] = strings.ReplaceAll(a, "{existing}", existing)
+				args[i] = placeholders.Replace(a)
 			}
+			sees := placeholders.Replace(row.sees)
 
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
@@ -194,7 +201,7 @@ func TestBadInput(t *testing.T) {
 			var exit *exec.ExitError
 			require.ErrorAs(t, err, &exit, "%s:%d: it did not exit (%v):\n%s", badInputTable, row.line, err, out)
 			assert.NotContains(t, string(out), "panic:", "%s:%d", badInputTable, row.line)
-			assert.Contains(t, string(out), row.sees, "%s:%d: what the user sees", badInputTable, row.line)
+			assert.Contains(t, string(out), sees, "%s:%d: what the user sees", badInputTable, row.line)
 			assert.Less(t, elapsed, 15*time.Second, "%s:%d: a bad input is refused before any work starts", badInputTable, row.line)
 			assert.Equal(t, []string{"existing"}, entries(t, work), "%s:%d: left in the working directory", badInputTable, row.line)
 			assert.Empty(t, entries(t, tmp), "%s:%d: left in TMPDIR", badInputTable, row.line)

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -53,13 +54,35 @@ func Port(flag string, port int) error {
 	return l.Close()
 }
 
+// Absent checks, before any work starts, that a flag names a file the command can make: one that
+// does not exist yet (a file the reader names is never overwritten), in a directory that does.
+func Absent(flag, path string) error {
+	if path == "" {
+		return fmt.Errorf("%s %q: name a file", flag, path)
+	}
+	if _, err := os.Lstat(path); err == nil {
+		return fmt.Errorf("%s %s: the file exists; name a new one (it is never overwritten): %w", flag, path, fs.ErrExist)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s %s: %w", flag, path, err)
+	}
+	dir := filepath.Dir(path)
+	info, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("%s %s: its directory: %w", flag, path, err)
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("%s %s: %s is not a directory", flag, path, dir)
+	}
+	return nil
+}
+
 // NewFile creates the file a flag names for the command's output, before any work starts, so
 // that a long run cannot fail only at its end when it cannot write there. It never overwrites:
 // a file that exists is refused. Remove the file on the error path; on success it is the
 // reader's.
 func NewFile(flag, path string) (*os.File, error) {
-	if path == "" {
-		return nil, fmt.Errorf("%s %q: name a file", flag, path)
+	if err := Absent(flag, path); err != nil {
+		return nil, err
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrExist) {

@@ -71,6 +71,11 @@ func TestNewFile(t *testing.T) {
 
 	_, err = NewFile("--trace", filepath.Join(dir, "no-such-dir", "trace.out"))
 	assert.ErrorIs(t, err, os.ErrNotExist)
+	assert.Contains(t, err.Error(), "--trace "+filepath.Join(dir, "no-such-dir", "trace.out")+": its directory: ")
+	_, err = NewFile("--trace", filepath.Join(existing, "trace.out"))
+	assert.EqualError(t, err, "--trace "+filepath.Join(existing, "trace.out")+": lstat "+filepath.Join(existing, "trace.out")+": not a directory")
+	assert.NoError(t, Absent("--trace", filepath.Join(dir, "another")))
+	assert.NoFileExists(t, filepath.Join(dir, "another"), "Absent only looks")
 	_, err = NewFile("--trace", "")
 	assert.EqualError(t, err, `--trace "": name a file`)
 }

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Every flag is checked before the kubelet starts, with one line naming the flag and the value.
+func TestValidate(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	busy := l.Addr().(*net.TCPAddr).Port
+	existing := filepath.Join(t.TempDir(), "kubelet.log")
+	require.NoError(t, os.WriteFile(existing, []byte("an earlier run's log\n"), 0o644))
+
+	good := runOptions{nodeName: "walkthrough", wait: 30 * time.Second}
+	tests := []struct {
+		name    string
+		change  func(o *runOptions)
+		wantErr string
+	}{
+		{"the defaults", func(*runOptions) {}, ""},
+		{"a log to stderr", func(o *runOptions) { o.kubeletLog = "-" }, ""},
+		{"a new log file", func(o *runOptions) { o.kubeletLog = filepath.Join(t.TempDir(), "new.log") }, ""},
+		{"an upper-case node name", func(o *runOptions) { o.nodeName = "Walkthrough" }, `--node-name "Walkthrough": a lowercase RFC 1123 subdomain`},
+		{"an empty node name", func(o *runOptions) { o.nodeName = "" }, `--node-name "": must not be empty`},
+		{"a negative port", func(o *runOptions) { o.readOnlyPort = -1 }, "--read-only-port -1: a port is 0 (pick a free one) or 1 to 65535"},
+		{"a port too large", func(o *runOptions) { o.readOnlyPort = 70000 }, "--read-only-port 70000: a port is 0 (pick a free one) or 1 to 65535"},
+		{"a port in use", func(o *runOptions) { o.readOnlyPort = busy }, "--read-only-port " + strconv.Itoa(busy) + ": listen tcp 127.0.0.1:" + strconv.Itoa(busy) + ": bind: address already in use"},
+		{"a wait of 0", func(o *runOptions) { o.wait = 0 }, "--wait 0s: must be more than 0"},
+		{"a log file that exists", func(o *runOptions) { o.kubeletLog = existing }, "--kubelet-log " + existing + ": the file exists; name a new one (it is never overwritten)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := good
+			tt.change(&o)
+			err := o.validate()
+			if tt.wantErr == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.ErrorContains(t, err, tt.wantErr)
+		})
+	}
+	data, err := os.ReadFile(existing)
+	require.NoError(t, err)
+	assert.Equal(t, "an earlier run's log\n", string(data))
+}
