@@ -119,6 +119,7 @@ func TestLabLeavesNothing(t *testing.T) {
 		t.Helper()
 		st, err := dockerd.ReadState(filepath.Join(dir, "docker"))
 		require.NoError(t, err)
+		require.Positive(t, st.KeeperPID, "the engine's state names its keeper (/proc/0 never exists: the wait below would pass on nothing)")
 		require.Eventually(t, func() bool {
 			_, err := os.Stat("/proc/" + strconv.Itoa(st.KeeperPID))
 			return os.IsNotExist(err)
