@@ -119,13 +119,9 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}
 	c := &Cluster{opts: opts, Dir: opts.Dir, tb: &programTB{}}
 	if c.Dir == "" {
-		if c.Dir, err = os.MkdirTemp("", "minicluster-"); err != nil {
+		if err := c.makeDir(); err != nil {
 			return nil, err
 		}
-		c.removeDir = true
-		// Its keys and etcd's data go too should a kubelet end the process (realkubelet's lastwords.go).
-		dir := c.Dir
-		c.unregister = kubeletlog.AtExit(func() { _ = os.RemoveAll(dir) })
 	}
 	defer func() {
 		if err != nil {
@@ -226,6 +222,18 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}
 	logger.V(1).Info("Kubelets started", "nodes", len(c.Nodes), "elapsed", time.Since(start))
 	return c, nil
+}
+
+// makeDir makes the cluster's temporary directory, which Stop removes; its keys and etcd's data
+// go too should a kubelet end the process (realkubelet's lastwords.go).
+func (c *Cluster) makeDir() error {
+	dir, err := os.MkdirTemp("", "minicluster-")
+	if err != nil {
+		return err
+	}
+	c.Dir, c.removeDir = dir, true
+	c.unregister = kubeletlog.AtExit(func() { _ = os.RemoveAll(dir) })
+	return nil
 }
 
 // checkNodeIP refuses what the kubelet would refuse, with advice instead of a log line.
