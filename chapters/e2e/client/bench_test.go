@@ -57,9 +57,9 @@ func benchKubelet(b *testing.B) (url, caFile, tokenFile string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	waitUntil(b, func() bool { // the kubelet serves all 110
+	waitUntil(b, func() (bool, string) { // the kubelet serves all 110
 		r := c.FetchURL(context.Background(), k.SecureURL)
-		return r.Err == nil && len(r.Pods) == 110
+		return r.Err == nil && len(r.Pods) == 110, fmt.Sprintf("%d pods, error %v", len(r.Pods), r.Err)
 	})
 	return k.SecureURL, s.caFile, s.tokens["reader"]
 }
@@ -169,13 +169,15 @@ func BenchmarkAllNodes(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			waitUntil(b, func() bool { // every kubelet serves its 110 pods
+			waitUntil(b, func() (bool, string) { // every kubelet serves its 110 pods: no answer is no success
 				results, err := client.AllNodes(ctx, 8)
-				ok := err == nil
+				ok := err == nil && len(results) == n
+				var seen []string
 				for _, r := range results {
 					ok = ok && r.Err == nil && len(r.Pods) == 110
+					seen = append(seen, fmt.Sprintf("%s: %d pods, error %v", r.Node, len(r.Pods), r.Err))
 				}
-				return ok
+				return ok, fmt.Sprintf("%d of %d nodes answered (error %v): %s", len(results), n, err, strings.Join(seen, "; "))
 			})
 			for b.Loop() {
 				results, err := client.AllNodes(ctx, 8)
@@ -194,12 +196,16 @@ func BenchmarkAllNodes(b *testing.B) {
 	}
 }
 
-// waitUntil polls cond for up to two minutes.
-func waitUntil(b *testing.B, cond func() bool) {
+// waitUntil polls cond for up to two minutes; cond says whether it holds, and what it saw.
+func waitUntil(b *testing.B, cond func() (bool, string)) {
 	deadline := time.Now().Add(2 * time.Minute)
-	for !cond() {
+	for {
+		ok, saw := cond()
+		if ok {
+			return
+		}
 		if time.Now().After(deadline) {
-			b.Fatal("the kubelets did not serve their pods within two minutes")
+			b.Fatalf("the kubelets did not serve their pods within two minutes; the last answer: %s", saw)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
