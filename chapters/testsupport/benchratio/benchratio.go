@@ -4,8 +4,11 @@
 // Each side records its measurement in a Sides; the side that runs last reports the ratio with
 // b.ReportMetric, as a metric whose unit starts with "x-": "x-toy/real" is the toy's time per
 // operation over the real kubelet's. The ratio is then in go test's own output, where benchstat
-// reads it too, and `make bench` prints a summary of every ratio against the goals of
-// notes/measurements.md (Summarize).
+// reads it too. `make bench` runs every benchmark several times (-count) and ends with a summary
+// (Summarize): for every ratio, each side's median and interval over its runs, the ratio of the
+// medians, and the goal notes/measurements.md sets for it, judged met or missed only when the
+// runs' spread allows (Goal.Judge). Every ratio has a goal there; TestSideBySideBenchmarksReportRatios
+// (chapters/repocheck) fails a side-by-side benchmark without one.
 //
 // A ratio divides a measurement by a measurement of the same run, never by a constant. Chapter
 // 09's old BenchmarkNodeStart (removed with chapters/09-node/node) reported x-minikube-speed as
@@ -36,7 +39,9 @@ const Prefix = "x-"
 // side's runs.
 type Sides struct {
 	// Of names what is compared when it is not the time per operation, e.g. "requests":
-	// the unit becomes "x-requests:before/after".
+	// the unit becomes "x-requests:before/after". Each side then also reports what it set with
+	// b.ReportMetric, under a unit that holds the word ("apiserver-requests/poll"): the summary
+	// reads each side's runs from there, as it reads ns/op for a time.
 	Of       string
 	measured map[string][]float64
 	last     string

@@ -42,7 +42,7 @@ func (o *summaryOptions) run(in io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	goals, err := Goals(string(note))
+	goals, err := ParseGoals(string(note))
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.goals, err)
 	}
@@ -50,20 +50,28 @@ func (o *summaryOptions) run(in io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "\nSide by side: the ratios the benchmarks reported (their x- metrics), against the goals of %s (- where it sets none).\n", o.goals)
+	fmt.Fprintf(out, "\nSide by side: each ratio's sides (median ±95%% interval of their runs), the ratio of the medians, and its goal in %s.\n", o.goals)
 	if len(ratios) == 0 {
 		fmt.Fprintln(out, "No benchmark reported a ratio in this run.")
 	}
-	missed, err := Summarize(out, ratios, goals)
+	tally, err := Summarize(out, ratios, goals)
 	if err != nil {
 		return err
 	}
-	switch missed {
-	case 0:
-	case 1:
-		fmt.Fprintln(out, "1 ratio missed its goal (one run on a busy machine can be 10–30 % off: see the note before believing it).")
-	default:
-		fmt.Fprintf(out, "%d ratios missed their goal (one run on a busy machine can be 10–30 %% off: see the note before believing it).\n", missed)
+	fmt.Fprintf(out, "Goals: %d met, %d missed, %d inconclusive", tally.Met, tally.Missed, tally.Inconclusive)
+	if tally.NoGoal > 0 {
+		fmt.Fprintf(out, "; %d %s no goal in %s", tally.NoGoal, plural(tally.NoGoal, "ratio has", "ratios have"), o.goals)
+	}
+	fmt.Fprintln(out, ".")
+	if tally.Inconclusive > 0 || tally.Met+tally.Missed == 0 && len(ratios) > 0 {
+		fmt.Fprintln(out, "A goal is met or missed only when the runs say so (a U test, p ≤ 0.05, as benchstat's): one run proves nothing on a busy machine; more runs (make bench BENCH_COUNT=10) or a quieter machine decide the inconclusive ones.")
 	}
 	return nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -4,22 +4,28 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 )
 
-// Ratio is one ratio a side-by-side benchmark reported, with a value for each run (-count).
+// Ratio is one ratio a side-by-side benchmark reported, with each side's runs (-count).
 type Ratio struct {
 	// Benchmark is the name of the comparison: the reporting line's name without go test's
 	// GOMAXPROCS suffix and, when it is one of the two sides, without that side's sub-benchmark
 	// ("BenchmarkLoadManifests/manifests=100", from ".../manifests=100/real-2").
 	Benchmark string
 	// Unit is the metric's unit without the "x-": "toy/real", "requests:before/after".
-	Unit   string
+	Unit string
+	// Values are the ratios the benchmark reported, one per run of its reporting side.
 	Values []float64
+	// Num and Den are what each side measured, one value per run in the order run: its ns/op
+	// or, for a ratio of something else (Sides.Of), the one metric of its lines whose unit
+	// holds that word ("s-to-ready/op" for "to-ready"). Empty when the side's lines are not
+	// in the output.
+	Num, Den []float64
 }
 
 // Top is the top-level benchmark of the comparison: the name notes/measurements.md uses.
@@ -35,10 +41,19 @@ var benchLine = regexp.MustCompile(`^(Benchmark\S+)\s+\d+\s+(.*)$`)
 // gomaxprocs is the suffix go test adds to every name when GOMAXPROCS is not 1.
 var gomaxprocs = regexp.MustCompile(`-\d+$`)
 
+// result is one result line: the benchmark's name without the GOMAXPROCS suffix, and its
+// metrics by unit.
+type result struct {
+	name    string
+	metrics map[string]float64
+}
+
 // Parse reads the output of go test -bench and returns the ratios in it (metrics whose unit
-// starts with Prefix), in the order first seen, each with its values in the order run.
+// starts with Prefix), in the order first seen, each with its values and its sides' runs in the
+// order run.
 func Parse(r io.Reader) ([]Ratio, error) {
 	var ratios []Ratio
+	var results []result
 	index := map[[2]string]int{}
 	scanner := bufio.NewScanner(r)
 	scanner.Buffer(make([]byte, 0, 64*1024), 1024*1024)
@@ -47,18 +62,22 @@ func Parse(r io.Reader) ([]Ratio, error) {
 		if m == nil {
 			continue
 		}
-		name := gomaxprocs.ReplaceAllString(m[1], "")
+		line := result{name: gomaxprocs.ReplaceAllString(m[1], ""), metrics: map[string]float64{}}
 		fields := strings.Fields(m[2])
 		for i := 0; i+1 < len(fields); i += 2 {
-			unit, ok := strings.CutPrefix(fields[i+1], Prefix)
-			if !ok {
+			value, err := strconv.ParseFloat(fields[i], 64)
+			unit, isRatio := strings.CutPrefix(fields[i+1], Prefix)
+			switch {
+			case err != nil && isRatio:
+				return nil, fmt.Errorf("%s: %s %s: %w", m[1], fields[i], fields[i+1], err)
+			case err != nil:
 				continue
 			}
-			value, err := strconv.ParseFloat(fields[i], 64)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %s %s: %w", m[1], fields[i], fields[i+1], err)
+			line.metrics[fields[i+1]] = value
+			if !isRatio {
+				continue
 			}
-			key := [2]string{comparison(name, unit), unit}
+			key := [2]string{comparison(line.name, unit), unit}
 			at, seen := index[key]
 			if !seen {
 				at = len(ratios)
@@ -67,18 +86,71 @@ func Parse(r io.Reader) ([]Ratio, error) {
 			}
 			ratios[at].Values = append(ratios[at].Values, value)
 		}
+		results = append(results, line)
+	}
+	for i := range ratios {
+		ratios[i].Num, ratios[i].Den = sideRuns(ratios[i], results)
 	}
 	return ratios, scanner.Err()
+}
+
+// sides splits a ratio's unit into what it is of ("" for time per operation) and its two sides.
+func sides(unit string) (of, num, den string) {
+	of, pair, found := strings.Cut(unit, ":")
+	if !found {
+		of, pair = "", unit
+	}
+	num, den, _ = strings.Cut(pair, "/")
+	return of, num, den
+}
+
+// sideRuns gathers each side's measurements from the lines of its sub-benchmark: the lines
+// named after the comparison, then the side's label (its sub-benchmark with any "/" removed).
+func sideRuns(r Ratio, results []result) (num, den []float64) {
+	of, numLabel, denLabel := sides(r.Unit)
+	for _, line := range results {
+		rest, ok := strings.CutPrefix(line.name, r.Benchmark+"/")
+		if !ok {
+			continue
+		}
+		value, ok := sideValue(line.metrics, of)
+		if !ok {
+			continue
+		}
+		switch strings.ReplaceAll(rest, "/", "") {
+		case numLabel:
+			num = append(num, value)
+		case denLabel:
+			den = append(den, value)
+		}
+	}
+	return num, den
+}
+
+// sideValue is what one side's line measured: its ns/op, or the one metric whose unit holds the
+// word of (not a ratio).
+func sideValue(metrics map[string]float64, of string) (float64, bool) {
+	if of == "" {
+		v, ok := metrics["ns/op"]
+		return v, ok
+	}
+	word := regexp.MustCompile(`(^|[^A-Za-z0-9])` + regexp.QuoteMeta(of) + `($|[^A-Za-z0-9])`)
+	var found []float64
+	for unit, v := range metrics {
+		if !strings.HasPrefix(unit, Prefix) && word.MatchString(unit) {
+			found = append(found, v)
+		}
+	}
+	if len(found) != 1 {
+		return 0, false
+	}
+	return found[0], true
 }
 
 // comparison drops from a benchmark's name the sub-benchmark of the side that reported the
 // ratio, when the unit names it: the trailing elements whose joined name is a side's label.
 func comparison(name, unit string) string {
-	_, sides, found := strings.Cut(unit, ":")
-	if !found {
-		sides = unit
-	}
-	num, den, _ := strings.Cut(sides, "/")
+	_, num, den := sides(unit)
 	elements := strings.Split(name, "/")
 	for k := len(elements) - 1; k >= 1; k-- {
 		if label := strings.Join(elements[k:], ""); label == num || label == den {
@@ -88,8 +160,14 @@ func comparison(name, unit string) string {
 	return name
 }
 
-// Goal is what notes/measurements.md holds a benchmark's ratio to: at most (or at least) Value.
+// Goal is what notes/measurements.md holds a ratio to: at most (or at least) Value.
 type Goal struct {
+	// Benchmark is the comparison the goal is for: a top-level benchmark, for every comparison
+	// it runs, or one of them ("BenchmarkDiscovery/nodes=100").
+	Benchmark string
+	// Unit is the ratio's unit without "x-" ("requests:before/after"), or "" for every ratio
+	// of Benchmark.
+	Unit   string
 	AtMost bool
 	Value  float64
 }
@@ -109,16 +187,53 @@ func (g Goal) Met(ratio float64) bool {
 	return ratio >= g.Value
 }
 
+// Goals are the goals of a note, in the order it states them.
+type Goals []Goal
+
+// For returns the goal of a ratio: the one for its comparison and unit, else for its
+// comparison and every unit, then the same for each enclosing benchmark up to the top.
+func (gs Goals) For(benchmark, unit string) (Goal, bool) {
+	for name := benchmark; ; {
+		for _, u := range []string{unit, ""} {
+			for _, g := range gs {
+				if g.Benchmark == name && g.Unit == u {
+					return g, true
+				}
+			}
+		}
+		parent := name[:max(strings.LastIndex(name, "/"), 0)]
+		if parent == "" {
+			return Goal{}, false
+		}
+		name = parent
+	}
+}
+
+// Covers says whether some goal is for the top-level benchmark top and its ratio of unit, at
+// any level: what a check that cannot run the benchmark can know.
+func (gs Goals) Covers(top, unit string) bool {
+	for _, g := range gs {
+		if first, _, _ := strings.Cut(g.Benchmark, "/"); first == top && (g.Unit == "" || g.Unit == unit) {
+			return true
+		}
+	}
+	return false
+}
+
 var (
-	namedBenchmark = regexp.MustCompile("`(Benchmark[A-Z]\\w*)`")
-	goalText       = regexp.MustCompile(`goal (≤|<=|≥|>=) ?([0-9]+(?:\.[0-9]+)?) ?×`)
+	namedBenchmark = regexp.MustCompile("`(Benchmark[A-Z][^`\\s]*)`")
+	namedUnit      = regexp.MustCompile("`" + Prefix + "([^`\\s]+)`")
+	goalText       = regexp.MustCompile(`(?:goal|目标) ?(≤|<=|≥|>=) ?([0-9]+(?:\.[0-9]+)?) ?×`)
 )
 
-// Goals reads the goals of a note written as notes/measurements.md writes them: on the line (a
-// table row) that names a benchmark in backquotes, "goal ≤ 1.1×" (or ≥). A line that names two
-// benchmarks and states a goal is ambiguous, and an error.
-func Goals(note string) (map[string]Goal, error) {
-	goals := map[string]Goal{}
+// Goals reads the goals of a note written as notes/measurements.md writes them: a line (a table
+// row) that names one benchmark in backquotes, possibly a sub-benchmark of it
+// ("`BenchmarkDiscovery/nodes=100`"), possibly one ratio's unit ("`x-requests:before/after`"),
+// and says "goal ≤ 1.1×" (or ≥; "目标" in the Chinese note). A line that names two benchmarks
+// or two units and states a goal is ambiguous, and so is a second goal for the same ratio:
+// errors.
+func ParseGoals(note string) (Goals, error) {
+	var goals Goals
 	for _, line := range strings.Split(note, "\n") {
 		g := goalText.FindStringSubmatch(line)
 		if g == nil {
@@ -128,53 +243,135 @@ func Goals(note string) (map[string]Goal, error) {
 		if len(names) != 1 {
 			return nil, fmt.Errorf("a goal (%s) on a line that names %d benchmarks, not one: %s", g[0], len(names), line)
 		}
+		units := namedUnit.FindAllStringSubmatch(line, -1)
+		if len(units) > 1 {
+			return nil, fmt.Errorf("a goal (%s) on a line that names %d ratios, not one: %s", g[0], len(units), line)
+		}
 		value, err := strconv.ParseFloat(g[2], 64)
 		if err != nil {
 			return nil, err
 		}
-		goals[names[0][1]] = Goal{AtMost: g[1] == "≤" || g[1] == "<=", Value: value}
+		goal := Goal{Benchmark: names[0][1], AtMost: g[1] == "≤" || g[1] == "<=", Value: value}
+		if len(units) == 1 {
+			goal.Unit = units[0][1]
+		}
+		for _, other := range goals {
+			if other.Benchmark == goal.Benchmark && other.Unit == goal.Unit {
+				return nil, fmt.Errorf("two goals for %s %s: %s and %s", goal.Benchmark, Prefix+goal.Unit, other, goal)
+			}
+		}
+		goals = append(goals, goal)
 	}
 	return goals, nil
 }
 
-// Summarize prints one line per ratio, its value (the median of several runs, with their
-// range), and the goal the note sets for its benchmark, met or missed; then the goals no ratio
-// was measured for in this run (a benchmark skipped or left out by -bench). It returns how many
-// ratios missed their goal.
-func Summarize(w io.Writer, ratios []Ratio, goals map[string]Goal) (missed int, err error) {
+// Tally counts the verdicts of a summary.
+type Tally struct {
+	Met, Missed, Inconclusive, NoGoal int
+}
+
+// Summarize prints one line per ratio: each side's median with its 95 % interval (as benchstat
+// prints them), the ratio of the medians, and the goal the note sets for it with the verdict
+// (Goal.Judge); then the goals no ratio was measured for in this run (a benchmark skipped, or
+// left out by -bench).
+func Summarize(w io.Writer, ratios []Ratio, goals Goals) (Tally, error) {
+	var tally Tally
 	tw := tabwriter.NewWriter(w, 6, 4, 3, ' ', 0) // as kubectl lays out its tables
-	fmt.Fprintln(tw, "BENCHMARK\tRATIO\tMEASURED\tGOAL")
-	measured := map[string]bool{}
+	fmt.Fprintln(tw, "BENCHMARK\tRATIO\tNUMERATOR\tDENOMINATOR\tRATIO OF MEDIANS\tGOAL\tVERDICT")
+	used := map[Goal]bool{}
 	for _, r := range ratios {
-		measured[r.Top()] = true
-		value := number(Median(r.Values))
-		switch low, high := slices.Min(r.Values), slices.Max(r.Values); {
-		case len(r.Values) > 1 && low == high:
-			value += fmt.Sprintf(" (%d runs)", len(r.Values))
-		case len(r.Values) > 1:
-			value += fmt.Sprintf(" (median of %d, %s–%s)", len(r.Values), number(low), number(high))
+		of, _, _ := sides(r.Unit)
+		num, den := SpreadOf(r.Num), SpreadOf(r.Den)
+		ratio, numText, denText := "-", "-", "-"
+		if len(r.Num) > 0 && len(r.Den) > 0 {
+			ratio = number(num.Median / den.Median)
+			numText, denText = spread(r.Num, num, of == ""), spread(r.Den, den, of == "")
 		}
-		verdict := "-"
-		if g, ok := goals[r.Top()]; ok {
-			verdict = g.String() + ": met"
-			if !g.Met(Median(r.Values)) {
-				verdict = g.String() + ": MISSED"
-				missed++
+		goalText, verdict := "-", "no goal in the note"
+		g, ok := goals.For(r.Benchmark, r.Unit)
+		switch {
+		case !ok:
+			tally.NoGoal++
+		case len(r.Num) == 0 || len(r.Den) == 0:
+			used[g] = true
+			goalText, verdict = g.String(), "inconclusive (a side's runs are not in the output)"
+			tally.Inconclusive++
+		default:
+			used[g] = true
+			goalText = g.String()
+			j := g.Judge(r.Num, r.Den)
+			verdict = describe(j, len(r.Num), len(r.Den))
+			switch j.Verdict {
+			case Met:
+				tally.Met++
+			case Missed:
+				tally.Missed++
+			default:
+				tally.Inconclusive++
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Benchmark, r.Unit, value, verdict)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Benchmark, r.Unit, numText, denText, ratio, goalText, verdict)
 	}
-	var unmeasured []string
-	for name := range goals {
-		if !measured[name] {
-			unmeasured = append(unmeasured, name)
+	for _, g := range goals {
+		if !used[g] {
+			name := g.Benchmark
+			if g.Unit != "" {
+				name += " " + Prefix + g.Unit
+			}
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t%s\tnot measured in this run\n", name, g)
 		}
 	}
-	slices.Sort(unmeasured)
-	for _, name := range unmeasured {
-		fmt.Fprintf(tw, "%s\t-\tnot measured in this run\t%s\n", name, goals[name])
+	return tally, tw.Flush()
+}
+
+// describe says a judgement in a few words, with the runs it rests on.
+func describe(j Judgement, n1, n2 int) string {
+	runs := fmt.Sprintf("n=%d", n1)
+	if n1 != n2 {
+		runs = fmt.Sprintf("n=%d+%d", n1, n2)
 	}
-	return missed, tw.Flush()
+	verdict := string(j.Verdict)
+	if j.Verdict == Missed {
+		verdict = "MISSED"
+	}
+	switch {
+	case j.Exact:
+		return fmt.Sprintf("%s (exact, %s)", verdict, runs)
+	case j.Verdict == Inconclusive:
+		return fmt.Sprintf("inconclusive (spread too wide: p=%.2f, %s)", j.P, runs)
+	}
+	return fmt.Sprintf("%s (p=%.3f, %s)", verdict, j.P, runs)
+}
+
+// spread shows a side as benchstat does: its median, then "±" the interval's wider side as a
+// percentage of it ("±∞" with fewer than six runs; "±0%" when two runs or more gave one value).
+// A time per operation is in ns, shown in the unit that suits it.
+func spread(values []float64, s Spread, nanoseconds bool) string {
+	text := number(s.Median)
+	if nanoseconds {
+		text = duration(s.Median)
+	}
+	if p := s.Percent(); len(values) >= 2 && constant(values) {
+		text += " ±0%"
+	} else if math.IsInf(p, 1) {
+		text += " ±∞"
+	} else {
+		text += fmt.Sprintf(" ±%.0f%%", p)
+	}
+	return text
+}
+
+// duration shows a time in ns with three significant digits in ns, µs, ms or s.
+func duration(ns float64) string {
+	for _, u := range []struct {
+		name  string
+		scale float64
+	}{{"s", 1e9}, {"ms", 1e6}, {"µs", 1e3}} {
+		if math.Abs(ns) >= u.scale {
+			return number(ns/u.scale) + u.name
+		}
+	}
+	return number(ns) + "ns"
 }
 
 // number shows a ratio with three significant digits (0.0239, 1.03, 11), a large one whole.

@@ -1,8 +1,8 @@
 // benchsummary prints what `make bench` ends with: every ratio the side-by-side benchmarks
-// reported (the "x-" metrics of package benchratio) against the goals of notes/measurements.md,
-// on one screen.
+// reported (the "x-" metrics of package benchratio), computed from each side's runs, against the
+// goals of notes/measurements.md, on one screen.
 //
-//	go test -run '^$' -bench . ./... | tee .bin/bench.txt
+//	go test -run '^$' -bench . -count 6 ./... | tee .bin/bench.txt
 //	go run ./chapters/testsupport/benchratio/benchsummary .bin/bench.txt
 package main
 
