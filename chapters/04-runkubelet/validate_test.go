@@ -10,7 +10,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/realkubelet"
 )
+
+func TestMain(m *testing.M) { os.Exit(realkubelet.RunTests(m)) }
 
 // Every flag is checked before the kubelet starts, with one line naming the flag and the value.
 func TestValidate(t *testing.T) {

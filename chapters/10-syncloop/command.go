@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,6 +14,7 @@ import (
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-syncloop/podjourney"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-syncloop/routes"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/program"
 )
 
 // syncLoopOptions are the chapter's flags.
@@ -46,7 +48,7 @@ trace recorded it.`,
 	f.StringVar(&o.nodeName, "node-name", realkubelet.DefaultNodeName, "node name (the kubelet's --hostname-override)")
 	f.BoolVar(&o.waitForRestart, "wait-for-restart", false, "after the edit, wait until the new version runs before deleting it (10-15s more: the pod worker's back-off)")
 	f.StringVar(&o.kubeletLog, "kubelet-log", "", `file for the kubelet's own log lines; "-" for stderr; default: a temporary file removed on exit`)
-	f.StringVar(&o.traceFile, "trace", "", "also write the raw execution trace to this file (open it with `go tool trace FILE`)")
+	f.StringVar(&o.traceFile, "trace", "", "also write the raw execution trace to this new file (open it with `go tool trace FILE`)")
 	f.DurationVar(&o.timeout, "timeout", 30*time.Second, "how long to wait for each step")
 	cmd.AddCommand(newRoutesCommand(ctx))
 	return cmd
@@ -61,6 +63,9 @@ func newRoutesCommand(ctx context.Context) *cobra.Command {
 		Short: "Print the kubelet's HTTP route table and sockets, built from the real server code",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "markdown" && output != "text" {
+				return fmt.Errorf("-o %s: want markdown or text", output)
+			}
 			// The server logs what it installs (and the read-only server's metrics handlers,
 			// probed once each, that no kubelet is behind them): to a temporary file.
 			_, closeLog, err := kubeletlog.ToFile("")
@@ -72,20 +77,61 @@ func newRoutesCommand(ctx context.Context) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			switch output {
-			case "markdown":
-				return table.Markdown(cmd.OutOrStdout(), "en")
-			case "text":
+			if output == "text" {
 				return table.Text(cmd.OutOrStdout())
 			}
-			return fmt.Errorf("-o %s: want markdown or text", output)
+			return table.Markdown(cmd.OutOrStdout(), "en")
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", output, "markdown (the note notes/kubelet-routes.md) or text (one line per path)")
 	return cmd
 }
 
-func (o *syncLoopOptions) run(ctx context.Context) error {
+// validate checks every flag before the kubelet starts: the run takes a minute, and a bad value
+// found at its end (a trace file that cannot be written) would throw that minute away.
+func (o *syncLoopOptions) validate() error {
+	if err := program.NodeName("--node-name", o.nodeName); err != nil {
+		return err
+	}
+	if err := program.Positive("--timeout", o.timeout); err != nil {
+		return err
+	}
+	if o.kubeletLog != "" && o.kubeletLog != "-" {
+		if err := program.Absent("--kubelet-log", o.kubeletLog); err != nil {
+			return err
+		}
+	}
+	if o.traceFile != "" {
+		if err := program.Absent("--trace", o.traceFile); err != nil {
+			return err
+		}
+		if filepath.Clean(o.traceFile) == filepath.Clean(o.kubeletLog) {
+			return fmt.Errorf("--trace %s: --kubelet-log names the same file", o.traceFile)
+		}
+	}
+	return nil
+}
+
+func (o *syncLoopOptions) run(ctx context.Context) (err error) {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	// The trace's file is made first, so that the run cannot fail at its end for want of it; on
+	// the error path it goes again, the reader's directory as it was.
+	var trace *os.File
+	if o.traceFile != "" {
+		if trace, err = program.NewFile("--trace", o.traceFile); err != nil {
+			return err
+		}
+		defer func() {
+			if closeErr := trace.Close(); err == nil && closeErr != nil {
+				err = fmt.Errorf("--trace %s: %w", o.traceFile, closeErr)
+			}
+			if err != nil {
+				_ = os.Remove(o.traceFile)
+			}
+		}()
+	}
 	_, closeLog, err := kubeletlog.ToFile(o.kubeletLog)
 	if err != nil {
 		return err
@@ -96,9 +142,9 @@ func (o *syncLoopOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if o.traceFile != "" {
-		if err := os.WriteFile(o.traceFile, rec.Trace, 0o644); err != nil {
-			return fmt.Errorf("write the trace: %w", err)
+	if trace != nil {
+		if _, err := trace.Write(rec.Trace); err != nil {
+			return fmt.Errorf("--trace %s: %w", o.traceFile, err)
 		}
 	}
 	evidence, err := podjourney.ReadEvidence(rec.Trace)

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/realkubelet"
+)
+
+func TestMain(m *testing.M) {
+	if args := os.Getenv("CHAPTER10_ARGS"); args != "" { // the chapter, as a reader runs it
+		os.Args = append([]string{"10-syncloop"}, strings.Fields(args)...)
+		main()
+	}
+	os.Exit(realkubelet.RunTests(m))
+}
+
+// Every flag is checked before the kubelet starts: the run takes a minute, and a trace file that
+// exists (the reader's) or cannot be made would otherwise be found at its end.
+func TestValidate(t *testing.T) {
+	dir := t.TempDir()
+	existing := filepath.Join(dir, "existing")
+	require.NoError(t, os.WriteFile(existing, []byte("the reader's\n"), 0o644))
+	good := syncLoopOptions{nodeName: "walkthrough", timeout: 30 * time.Second}
+	tests := []struct {
+		name    string
+		change  func(o *syncLoopOptions)
+		wantErr string
+	}{
+		{"the defaults", func(*syncLoopOptions) {}, ""},
+		{"a new trace and log", func(o *syncLoopOptions) {
+			o.traceFile, o.kubeletLog = filepath.Join(dir, "trace.out"), filepath.Join(dir, "kubelet.log")
+		}, ""},
+		{"an upper-case node name", func(o *syncLoopOptions) { o.nodeName = "Walkthrough" }, `--node-name "Walkthrough": a lowercase RFC 1123 subdomain`},
+		{"a timeout of 0", func(o *syncLoopOptions) { o.timeout = 0 }, "--timeout 0s: must be more than 0"},
+		{"a negative timeout", func(o *syncLoopOptions) { o.timeout = -time.Second }, "--timeout -1s: must be more than 0"},
+		{"a trace that exists", func(o *syncLoopOptions) { o.traceFile = existing }, "--trace " + existing + ": the file exists; name a new one (it is never overwritten)"},
+		{"a trace in no directory", func(o *syncLoopOptions) { o.traceFile = filepath.Join(dir, "nope", "trace.out") }, "--trace " + filepath.Join(dir, "nope", "trace.out") + ": its directory: "},
+		{"a log that exists", func(o *syncLoopOptions) { o.kubeletLog = existing }, "--kubelet-log " + existing + ": the file exists"},
+		{"trace and log the same file", func(o *syncLoopOptions) {
+			o.traceFile, o.kubeletLog = filepath.Join(dir, "same"), filepath.Join(dir, "same")
+		}, "--trace " + filepath.Join(dir, "same") + ": --kubelet-log names the same file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := good
+			tt.change(&o)
+			err := o.validate()
+			if tt.wantErr == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.ErrorContains(t, err, tt.wantErr)
+		})
+	}
+	data, err := os.ReadFile(existing)
+	require.NoError(t, err)
+	assert.Equal(t, "the reader's\n", string(data))
+	assert.NoFileExists(t, filepath.Join(dir, "trace.out"), "validate only looks")
+}
+
+// A run that fails once the kubelet's log went to its file still says why on the terminal (with
+// cli.Run it exited 1 in silence: its "command failed" line went to klog, silenced by then), and
+// the trace file it made first is gone again.
+func TestFailedRunSaysWhy(t *testing.T) {
+	tmp := t.TempDir()
+	trace := filepath.Join(tmp, "trace.out")
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "CHAPTER10_ARGS=--timeout 1ns --trace "+trace, "TMPDIR="+tmp)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "%s", out)
+	assert.Equal(t, 1, exit.ExitCode())
+	assert.Regexp(t, `(?m)^error: \S`, string(out))
+	assert.NoFileExists(t, trace, "the trace file made for the run is removed on the error path")
+}
