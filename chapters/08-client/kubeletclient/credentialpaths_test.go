@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/fakecluster"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/tier"
 )
 
 const kubeconfigSecret = "kubeconfig-secret-token"
@@ -392,9 +393,7 @@ func (e *statusError) DebugError() (string, []any) { return e.s.Message, nil }
 // ShellQuote's output, run by a real POSIX shell, is the argument it was given: nothing more.
 func TestShellQuoteRoundTrips(t *testing.T) {
 	sh, err := exec.LookPath("sh")
-	if err != nil {
-		t.Skip("no sh here to run the quoted arguments")
-	}
+	tier.Require(t, "POSIX shell", err) // every tier's machine has one: under CI=true its absence fails
 	for _, arg := range []string{"alice", "system:serviceaccount:ns:sa", "a b", "it's", `"$(id)"`, "`id`", "a;b|c&d", "~root", "*", "-n", "x=y", "ü", "'"} {
 		t.Run(arg, func(t *testing.T) {
 			quoted, err := ShellQuote(arg)
