@@ -1,6 +1,7 @@
 // Package reviewserver answers the two questions a kubelet with webhook authentication and
 // authorization asks the apiserver — TokenReview ("who holds this token?") and
-// SubjectAccessReview ("may this user do this?") — from tables, over HTTP on loopback.
+// SubjectAccessReview ("may this user do this?") — from tables, over HTTPS on loopback, to the
+// holder of its own random bearer token only (Client): a kubelet's authorizer, not any local user.
 //
 // It stands in for an apiserver in tests of the real kubelet's app.BuildAuth, where client-go's
 // fake clientset cannot help (its RESTClient is nil). The mini-cluster chapter asks a real
@@ -8,7 +9,10 @@
 package reviewserver
 
 import (
+	"crypto/rand"
+	"crypto/subtle"
 	"encoding/json"
+	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -28,28 +32,46 @@ type Server struct {
 	// Allow lists what each user may do, as "verb resource/subresource" ("get nodes/pods").
 	Allow map[string][]string
 
-	srv *httptest.Server
-	mu  sync.Mutex
+	srv   *httptest.Server
+	token string
+	mu    sync.Mutex
 	// Asked records every SubjectAccessReview, in order.
 	asked []authorizationv1.ResourceAttributes
 }
 
 // Start starts a server on a loopback port; Close stops it.
 func Start(users map[string]authenticationv1.UserInfo, allow map[string][]string) *Server {
-	s := &Server{Users: users, Allow: allow}
+	s := &Server{Users: users, Allow: allow, token: rand.Text()}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /apis/authentication.k8s.io/v1/tokenreviews", s.tokenReview)
 	mux.HandleFunc("POST /apis/authorization.k8s.io/v1/subjectaccessreviews", s.subjectAccessReview)
-	s.srv = httptest.NewServer(mux)
+	s.srv = httptest.NewTLSServer(s.authenticated(mux))
 	return s
 }
+
+// authenticated answers 401 to a request without the server's token.
+func (s *Server) authenticated(next http.Handler) http.Handler {
+	want := []byte("Bearer " + s.token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// URL is the server's address, https://127.0.0.1:port.
+func (s *Server) URL() string { return s.srv.URL }
 
 // Close stops the server.
 func (s *Server) Close() { s.srv.Close() }
 
 // Client is a clientset that reaches the server, for app.BuildAuth.
 func (s *Server) Client() (clientset.Interface, error) {
-	return clientset.NewForConfig(&rest.Config{Host: s.srv.URL})
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.srv.Certificate().Raw})
+	return clientset.NewForConfig(&rest.Config{Host: s.srv.URL, BearerToken: s.token, TLSClientConfig: rest.TLSClientConfig{CAData: ca},
+		ContentConfig: rest.ContentConfig{ContentType: "application/json"}}) // the server speaks JSON only
 }
 
 // Asked returns the authorization questions asked so far, as "verb resource/subresource".
