@@ -257,3 +257,81 @@ func TestWatchExit(t *testing.T) {
 	assert.Regexp(t, `^E listeners_test.go:\d+\] "Failed to listen and serve" err="bind: address already in use" logger="kubelet" node="n1"$`, lines[1])
 	assert.Equal(t, []string{"Failed to listen and serve: bind: address already in use"}, said)
 }
+
+// What a kubelet started with the zero Options listens on: its read-only port on 127.0.0.1, and
+// unix sockets (the fake runtime's, podresources) inside its root directory, which only this
+// user may enter (0700) — nothing on all interfaces, no secure port.
+func TestListensOnlyWhereAsked(t *testing.T) {
+	tcpBefore, unixBefore := listening(t)
+	k := start(t, Options{StaticPodPath: t.TempDir()})
+	tcpAfter, unixAfter := listening(t)
+
+	var opened []string
+	for addr := range tcpAfter {
+		if !tcpBefore[addr] {
+			opened = append(opened, addr)
+		}
+	}
+	assert.Equal(t, []string{strings.TrimPrefix(k.ReadOnlyURL, "http://")}, opened)
+	var sockets int
+	for path := range unixAfter {
+		if !unixBefore[path] {
+			sockets++
+			assert.True(t, strings.HasPrefix(path, k.RootDir+"/"), "%s is outside the root directory %s", path, k.RootDir)
+		}
+	}
+	assert.Positive(t, sockets)
+	info, err := os.Stat(k.RootDir)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o700), info.Mode().Perm(), "the root directory, where its sockets and serving key are")
+}
+
+// listening returns the TCP addresses (ip:port) and unix socket paths this process listens on.
+func listening(t *testing.T) (tcp, unix map[string]bool) {
+	t.Helper()
+	mine := map[string]bool{} // socket inodes of this process
+	fds, err := os.ReadDir("/proc/self/fd")
+	require.NoError(t, err)
+	for _, fd := range fds {
+		if link, err := os.Readlink("/proc/self/fd/" + fd.Name()); err == nil && strings.HasPrefix(link, "socket:[") {
+			mine[strings.TrimSuffix(strings.TrimPrefix(link, "socket:["), "]")] = true
+		}
+	}
+	tcp, unix = map[string]bool{}, map[string]bool{}
+	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		data, err := os.ReadFile(file)
+		require.NoError(t, err)
+		for _, line := range strings.Split(string(data), "\n")[1:] {
+			f := strings.Fields(line)
+			if len(f) < 10 || f[3] != "0A" || !mine[f[9]] { // 0A: LISTEN
+				continue
+			}
+			tcp[procAddr(t, f[1])] = true
+		}
+	}
+	data, err := os.ReadFile("/proc/net/unix")
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(data), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) == 8 && f[5] == "01" && mine[f[6]] { // 01: listening
+			unix[f[7]] = true
+		}
+	}
+	return tcp, unix
+}
+
+// procAddr turns /proc/net/tcp's "0100007F:A6AB" into "127.0.0.1:42667" (IPv4 only; an IPv6
+// address is returned as /proc writes it, which no expectation here matches).
+func procAddr(t *testing.T, s string) string {
+	t.Helper()
+	hexIP, hexPort, _ := strings.Cut(s, ":")
+	port, err := strconv.ParseUint(hexPort, 16, 16)
+	require.NoError(t, err)
+	if len(hexIP) != 8 {
+		return s
+	}
+	n, err := strconv.ParseUint(hexIP, 16, 32)
+	require.NoError(t, err)
+	ip := net.IPv4(byte(n), byte(n>>8), byte(n>>16), byte(n>>24)) // little-endian
+	return net.JoinHostPort(ip.String(), strconv.Itoa(int(port)))
+}
