@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -83,14 +82,8 @@ func (o *runOptions) validate() error {
 // complete checks the manifest directory before anything starts: the kubelet itself only logs
 // a missing directory, and a reader would see an empty table without knowing why.
 func (o *runOptions) complete() error {
-	info, err := os.Stat(o.staticPodPath)
-	if err != nil {
-		return fmt.Errorf("static pod path: %w", err)
-	}
-	if !info.IsDir() {
-		return fmt.Errorf("static pod path %s is not a directory", o.staticPodPath)
-	}
-	o.absStaticPodPath, err = filepath.Abs(o.staticPodPath)
+	var err error
+	o.absStaticPodPath, err = program.Directory("--static-pod-path", o.staticPodPath)
 	return err
 }
 

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -21,6 +20,7 @@ import (
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/05-bootstrap/toykubelet"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/podtable"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/program"
 )
 
 type bootstrapOptions struct {
@@ -53,15 +53,29 @@ func NewBootstrapCommand(ctx context.Context) *cobra.Command {
 	return cmd
 }
 
-func (o *bootstrapOptions) run(ctx context.Context, cmd *cobra.Command) error {
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	path, err := filepath.Abs(o.staticPodPath)
-	if err != nil {
+// validate checks every flag before either kubelet starts.
+func (o *bootstrapOptions) validate() error {
+	if err := program.NodeName("--node-name", o.nodeName); err != nil {
 		return err
 	}
-	if info, err := os.Stat(path); err != nil || !info.IsDir() {
-		return fmt.Errorf("static pod path %s is not a readable directory", o.staticPodPath)
+	if err := program.Positive("--wait", o.wait); err != nil {
+		return err
+	}
+	if o.kubeletLog != "" && o.kubeletLog != "-" {
+		return program.Absent("--kubelet-log", o.kubeletLog)
+	}
+	return nil
+}
+
+func (o *bootstrapOptions) run(ctx context.Context, cmd *cobra.Command) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	path, err := program.Directory("--static-pod-path", o.staticPodPath)
+	if err != nil {
+		return err
 	}
 	logFile, closeLog, err := kubeletlog.ForProgram(cmd, o.kubeletLog)
 	if err != nil {

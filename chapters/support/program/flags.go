@@ -93,3 +93,26 @@ func NewFile(flag, path string) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// Directory checks that a flag names a directory the command can read, and returns its absolute
+// path (the kubelet resolves nothing against its working directory).
+func Directory(flag, path string) (string, error) {
+	if path == "" {
+		return "", fmt.Errorf("%s %q: name a directory", flag, path)
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %w", flag, path, err)
+	}
+	if !info.IsDir() {
+		return "", fmt.Errorf("%s %s: not a directory", flag, path)
+	}
+	if _, err := os.ReadDir(path); err != nil {
+		return "", fmt.Errorf("%s %s: %w", flag, path, err)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %w", flag, path, err)
+	}
+	return abs, nil
+}

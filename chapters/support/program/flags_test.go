@@ -79,3 +79,19 @@ func TestNewFile(t *testing.T) {
 	_, err = NewFile("--trace", "")
 	assert.EqualError(t, err, `--trace "": name a file`)
 }
+
+func TestDirectory(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "pod.yaml")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	abs, err := Directory("--static-pod-path", dir)
+	require.NoError(t, err)
+	assert.Equal(t, dir, abs)
+	_, err = Directory("--static-pod-path", file)
+	assert.EqualError(t, err, "--static-pod-path "+file+": not a directory")
+	_, err = Directory("--static-pod-path", filepath.Join(dir, "nope"))
+	assert.ErrorIs(t, err, os.ErrNotExist)
+	assert.ErrorContains(t, err, "--static-pod-path "+filepath.Join(dir, "nope")+": stat ")
+	_, err = Directory("--static-pod-path", "")
+	assert.EqualError(t, err, `--static-pod-path "": name a directory`)
+}
