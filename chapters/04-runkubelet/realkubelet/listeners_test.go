@@ -23,6 +23,7 @@ import (
 	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/reviewserver"
 )
 
 // ownTmpdir gives the test a TMPDIR of its own, short enough for the kubelet's sockets, that
@@ -284,6 +285,24 @@ func TestListensOnlyWhereAsked(t *testing.T) {
 	info, err := os.Stat(k.RootDir)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o700), info.Mode().Perm(), "the root directory, where its sockets and serving key are")
+	assert.Empty(t, k.ServingCertFile)
+	assert.NoDirExists(t, filepath.Join(k.RootDir, "pki"), "no secure port, no serving key")
+}
+
+// The self-signed serving key app.InitializeTLS writes for a secure port is this user's only.
+func TestServingKeyPrivate(t *testing.T) {
+	reviews := reviewserver.Start(nil, nil)
+	t.Cleanup(reviews.Close)
+	client, err := reviews.Client()
+	require.NoError(t, err)
+	k := start(t, Options{StaticPodPath: t.TempDir(), ReadOnlyPort: -1, Webhook: true, AuthClient: client})
+	key := strings.TrimSuffix(k.ServingCertFile, ".crt") + ".key"
+	require.True(t, strings.HasPrefix(key, k.RootDir+"/"), key)
+	for path, want := range map[string]os.FileMode{k.RootDir: 0o700, key: 0o600} {
+		info, err := os.Stat(path)
+		require.NoError(t, err)
+		assert.Equal(t, want, info.Mode().Perm(), path)
+	}
 }
 
 // listening returns the TCP addresses (ip:port) and unix socket paths this process listens on.

@@ -85,9 +85,9 @@ type Options struct {
 	// SecurePort is an error.
 	SecurePort int
 
-	// TLSCertFile and TLSKeyFile are the serving certificate. When both are empty,
-	// app.InitializeTLS writes a self-signed one into the kubelet's cert directory,
-	// as the real kubelet does.
+	// TLSCertFile and TLSKeyFile are the secure port's serving certificate. When both are
+	// empty, app.InitializeTLS writes a self-signed one into the kubelet's cert directory, as the
+	// real kubelet does.
 	TLSCertFile, TLSKeyFile string
 	// ClientCAFile enables x509 client-certificate authentication (authentication.x509.clientCAFile).
 	ClientCAFile string
@@ -123,7 +123,7 @@ type Kubelet struct {
 	SecureURL string
 	// RootDir is the kubelet's --root-dir, a temporary directory removed by Stop.
 	RootDir string
-	// ServingCertFile is the certificate the HTTPS server presents.
+	// ServingCertFile is the certificate the HTTPS server presents, empty when it is disabled.
 	ServingCertFile string
 	// Config is the configuration the kubelet was started with.
 	Config *kubeletconfig.KubeletConfiguration
@@ -231,12 +231,15 @@ func Start(ctx context.Context, opts Options) (*Kubelet, error) {
 		deps.KubeClient, deps.HeartbeatClient = nil, nil
 	}
 
-	// What kubemark leaves nil: the serving certificate and authentication/authorization.
-	deps.TLSOptions, err = app.InitializeTLS(ctx, flags, config)
-	if err != nil {
-		return nil, fmt.Errorf("initialize TLS: %w", err)
+	// What kubemark leaves nil: the serving certificate and authentication/authorization. No
+	// secure port, no serving key on disk.
+	if config.EnableServer {
+		deps.TLSOptions, err = app.InitializeTLS(ctx, flags, config)
+		if err != nil {
+			return nil, fmt.Errorf("initialize TLS: %w", err)
+		}
+		k.ServingCertFile = config.TLSCertFile
 	}
-	k.ServingCertFile = config.TLSCertFile
 	authClient := opts.AuthClient
 	if authClient == nil && opts.KubeClient != nil {
 		authClient = opts.KubeClient
