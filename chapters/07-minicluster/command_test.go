@@ -1,0 +1,164 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// Every flag is checked before anything starts, with one line naming the flag and the value.
+func TestValidate(t *testing.T) {
+	dir := t.TempDir()
+	existing := filepath.Join(dir, "existing")
+	require.NoError(t, os.WriteFile(existing, []byte("mine: my notes\n"), 0o644))
+	notKubeconfig := filepath.Join(dir, "notes.txt")
+	require.NoError(t, os.WriteFile(notKubeconfig, []byte("my notes: [not yaml\n"), 0o644))
+	withOurs := filepath.Join(dir, "with-ours")
+	require.NoError(t, clientcmd.WriteToFile(*kubeconfigWith("walkthrough", "https://192.0.2.9:6443"), withOurs))
+	other := filepath.Join(dir, "other")
+	require.NoError(t, clientcmd.WriteToFile(*kubeconfigWith("minikube", "https://192.168.49.2:8443"), other))
+
+	tests := []struct {
+		name    string
+		change  func(o *clusterOptions)
+		wantErr string
+	}{
+		{"the defaults", func(*clusterOptions) {}, ""},
+		{"three nodes", func(o *clusterOptions) { o.nodes, o.nodesSet = 3, true }, ""},
+		{"named nodes", func(o *clusterOptions) { o.nodeNames = []string{"a", "b"} }, ""},
+		{"a new kubeconfig", func(o *clusterOptions) { o.kubeconfig = filepath.Join(dir, "new") }, ""},
+		{"a kubeconfig of other clusters", func(o *clusterOptions) { o.kubeconfig = other }, ""},
+		{"no nodes", func(o *clusterOptions) { o.nodes = 0 }, "--nodes 0: 1 to 10 (each node is a whole kubelet in this process)"},
+		{"negative nodes", func(o *clusterOptions) { o.nodes = -2 }, "--nodes -2: 1 to 10"},
+		{"a thousand nodes", func(o *clusterOptions) { o.nodes = 1000 }, "--nodes 1000: 1 to 10"},
+		{"--nodes and --node-names disagree", func(o *clusterOptions) { o.nodes, o.nodesSet, o.nodeNames = 3, true, []string{"a", "b"} },
+			"--nodes 3 and --node-names a,b (2 names): give one of them"},
+		{"a duplicate name", func(o *clusterOptions) { o.nodeNames = []string{"a", "b", "a"} }, `--node-names a,b,a: "a" twice`},
+		{"an upper-case name", func(o *clusterOptions) { o.nodeNames = []string{"Node1"} }, `--node-names "Node1": a lowercase RFC 1123 subdomain`},
+		{"an empty name", func(o *clusterOptions) { o.nodeNames = []string{"a", ""} }, `--node-names "": must not be empty`},
+		{"too many names", func(o *clusterOptions) { o.nodeNames = strings.Split("a,b,c,d,e,f,g,h,i,j,k", ",") }, "--node-names a,b,c,d,e,f,g,h,i,j,k: at most 10 nodes"},
+		{"a node IP that is no IP", func(o *clusterOptions) { o.nodeIP = "node1" }, `--node-ip "node1": not an IP address`},
+		{"a loopback node IP", func(o *clusterOptions) { o.nodeIP = "127.0.0.1" }, "--node-ip 127.0.0.1: the kubelet refuses loopback"},
+		{"a node IP not of this machine", func(o *clusterOptions) { o.nodeIP = "192.0.2.1" }, "--node-ip 192.0.2.1: not an address of this machine (the kubelet checks its interfaces)"},
+		{"a kubeconfig in no directory", func(o *clusterOptions) { o.kubeconfig = filepath.Join(dir, "nope", "config") }, "--kubeconfig " + filepath.Join(dir, "nope", "config") + ": its directory: "},
+		{"a file that is no kubeconfig", func(o *clusterOptions) { o.kubeconfig = notKubeconfig }, "--kubeconfig " + notKubeconfig + ": not a kubeconfig (no kind: Config), so nothing is merged into it"},
+		{"a YAML file that is no kubeconfig", func(o *clusterOptions) { o.kubeconfig = existing }, "--kubeconfig " + existing + ": not a kubeconfig (no kind: Config), so nothing is merged into it"},
+		{"a kubeconfig with our names", func(o *clusterOptions) { o.kubeconfig = withOurs }, "--kubeconfig " + withOurs + `: it has a cluster "walkthrough" already (another mini-cluster's?)`},
+		{"a log that exists", func(o *clusterOptions) { o.kubeletLog = existing }, "--log " + existing + ": the file exists; name a new one (it is never overwritten)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := &clusterOptions{nodes: 1}
+			tt.change(o)
+			err := o.validate()
+			if tt.wantErr == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.ErrorContains(t, err, tt.wantErr)
+		})
+	}
+	for path, want := range map[string]string{existing: "mine: my notes\n", notKubeconfig: "my notes: [not yaml\n"} {
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		assert.Equal(t, want, string(data), "validate only reads")
+	}
+}
+
+// kubeconfigWith is a kubeconfig with one cluster, user and context, all named name.
+func kubeconfigWith(name, server string) *clientcmdapi.Config {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: []byte("ca of " + name)}
+	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificateData: []byte("cert of " + name)}
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	cfg.CurrentContext = name
+	return cfg
+}
+
+// generated is a kubeconfig as the mini-cluster writes it.
+func generated(t *testing.T) string {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[contextName] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:40123", CertificateAuthorityData: []byte("our ca")}
+	cfg.AuthInfos[contextName+"-admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: []byte("our cert"), ClientKeyData: []byte("our key")}
+	cfg.Contexts[contextName] = &clientcmdapi.Context{Cluster: contextName, AuthInfo: contextName + "-admin"}
+	cfg.CurrentContext = contextName
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*cfg, path))
+	return path
+}
+
+// A kubeconfig the reader names gets the cluster's entries merged in, as minikube merges its
+// own, and loses exactly those on exit: the reader's file is then as it was, byte for byte.
+func TestMergeKubeconfig(t *testing.T) {
+	ours := generated(t)
+	t.Run("into the reader's kubeconfig, and out again", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "config")
+		original := "# my clusters\n" + string(mustWrite(t, kubeconfigWith("minikube", "https://192.168.49.2:8443")))
+		require.NoError(t, os.WriteFile(path, []byte(original), 0o600))
+
+		unmerge, err := mergeKubeconfig(ours, path)
+		require.NoError(t, err)
+		merged, err := clientcmd.LoadFromFile(path)
+		require.NoError(t, err)
+		assert.Equal(t, contextName, merged.CurrentContext, "kubectl --kubeconfig FILE reaches the mini-cluster")
+		assert.Contains(t, merged.Contexts, "minikube", "the reader's entries stay")
+		assert.Contains(t, merged.Clusters, contextName)
+		config, err := clientcmd.BuildConfigFromFlags("", path)
+		require.NoError(t, err)
+		assert.Equal(t, "https://127.0.0.1:40123", config.Host)
+
+		require.NoError(t, unmerge())
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		assert.Equal(t, original, string(data), "what the chapter added, and only that, is gone")
+	})
+	t.Run("the reader changed it meanwhile", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "config")
+		require.NoError(t, clientcmd.WriteToFile(*kubeconfigWith("minikube", "https://192.168.49.2:8443"), path))
+		unmerge, err := mergeKubeconfig(ours, path)
+		require.NoError(t, err)
+		meanwhile, err := clientcmd.LoadFromFile(path)
+		require.NoError(t, err)
+		meanwhile.Contexts["mine"] = &clientcmdapi.Context{Cluster: contextName, AuthInfo: contextName + "-admin", Namespace: "kube-system"}
+		require.NoError(t, clientcmd.WriteToFile(*meanwhile, path))
+
+		require.NoError(t, unmerge())
+		after, err := clientcmd.LoadFromFile(path)
+		require.NoError(t, err)
+		assert.Equal(t, "minikube", after.CurrentContext, "the current context is the reader's again")
+		assert.Contains(t, after.Contexts, "mine", "what the reader added stays")
+		assert.Contains(t, after.Contexts, "minikube")
+		assert.NotContains(t, after.Contexts, contextName)
+		assert.NotContains(t, after.Clusters, contextName)
+	})
+	t.Run("a new file, removed on exit", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "config")
+		unmerge, err := mergeKubeconfig(ours, path)
+		require.NoError(t, err)
+		assert.FileExists(t, path)
+		require.NoError(t, unmerge())
+		assert.NoFileExists(t, path)
+	})
+	t.Run("a kubeconfig with the cluster's names is refused", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "config")
+		original := mustWrite(t, kubeconfigWith(contextName, "https://192.0.2.9:6443"))
+		require.NoError(t, os.WriteFile(path, original, 0o600))
+		_, err := mergeKubeconfig(ours, path)
+		assert.ErrorContains(t, err, `it has a cluster "walkthrough" already`)
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		assert.Equal(t, string(original), string(data))
+	})
+}
+
+func mustWrite(t *testing.T, cfg *clientcmdapi.Config) []byte {
+	data, err := clientcmd.Write(*cfg)
+	require.NoError(t, err)
+	return data
+}
