@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -353,4 +354,33 @@ func procAddr(t *testing.T, s string) string {
 	require.NoError(t, err)
 	ip := net.IPv4(byte(n), byte(n>>8), byte(n>>16), byte(n>>24)) // little-endian
 	return net.JoinHostPort(ip.String(), strconv.Itoa(int(port)))
+}
+
+// The read-only port takes no credentials by design, and so serves none of what the secure
+// port guards: its server is made without a configuration (ListenAndServeKubeletReadOnlyServer
+// passes nil), so the kubelet installs its "debugging disabled" handlers instead.
+func TestReadOnlyPortServesNoLogsNorDebug(t *testing.T) {
+	k := start(t, Options{StaticPodPath: t.TempDir()})
+	tests := []struct {
+		method, path string
+		wantStatus   int
+	}{
+		{http.MethodGet, "/logs/", http.StatusMethodNotAllowed},
+		{http.MethodGet, "/logs/syslog", http.StatusMethodNotAllowed},
+		{http.MethodGet, "/debug/pprof/", http.StatusMethodNotAllowed},
+		{http.MethodGet, "/debug/pprof/goroutine", http.StatusMethodNotAllowed},
+		{http.MethodPut, "/debug/flags/v", http.StatusNotFound},
+		{http.MethodGet, "/configz", http.StatusNotFound},
+		{http.MethodGet, "/healthz", http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			req, err := http.NewRequest(tt.method, k.ReadOnlyURL+tt.path, strings.NewReader("10"))
+			require.NoError(t, err)
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			_ = resp.Body.Close()
+			assert.Equal(t, tt.wantStatus, resp.StatusCode)
+		})
+	}
 }
