@@ -47,9 +47,29 @@ func NewCheckCommand(ctx context.Context) *cobra.Command {
 	return cmd
 }
 
+// validate checks the flags before the cluster is asked anything: a node name no node can have
+// would otherwise be looked up and reported missing, and an answers directory that is not there
+// read as answers not yet written.
+func (o *checkOptions) validate(ex checks.Exercise) error {
+	if o.node != "" {
+		if err := program.NodeName("--node", o.node); err != nil {
+			return err
+		}
+	}
+	if ex.Answers != "" {
+		if _, err := program.Directory("--answers", o.answers); err != nil {
+			return fmt.Errorf("%w (the answers are in examples/workshop/answers: run the checker from the repository's root)", err)
+		}
+	}
+	return nil
+}
+
 func (o *checkOptions) run(ctx context.Context, out io.Writer, n int) error {
 	ex, err := checks.Find(n)
 	if err != nil {
+		return err
+	}
+	if err := o.validate(ex); err != nil {
 		return err
 	}
 	env := checks.Env{Node: o.node}

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The flags are checked before the cluster is asked anything (here there is none: a check that
+// got that far would say "no cluster").
+func TestBadFlags(t *testing.T) {
+	nowhere := filepath.Join(t.TempDir(), "answers")
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"an upper-case node", []string{"1", "--node", "Minikube"}, `--node "Minikube": a lowercase RFC 1123 subdomain`},
+		{"a node with _", []string{"7", "--node", "my_node"}, `--node "my_node": a lowercase RFC 1123 subdomain`},
+		{"no answers directory", []string{"1", "--answers", nowhere}, "--answers " + nowhere + ": stat " + nowhere + ": no such file or directory (the answers are in examples/workshop/answers: run the checker from the repository's root)"},
+		{"no exercise 0", []string{"0"}, "no exercise 0: they are 1 to 13"},
+		{"no exercise 14", []string{"14"}, "no exercise 14: they are 1 to 13"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := NewCheckCommand(context.Background())
+			var out bytes.Buffer
+			cmd.SetOut(&out)
+			cmd.SetErr(&out)
+			cmd.SetArgs(append(tt.args, "--kubeconfig", filepath.Join(t.TempDir(), "no-kubeconfig")))
+			err := cmd.Execute()
+			require.Error(t, err)
+			assert.ErrorContains(t, err, tt.wantErr)
+		})
+	}
+}
