@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/examples/workshop/checks"
 )
 
 // The flags are checked before the cluster is asked anything (here there is none: a check that
@@ -21,7 +23,7 @@ func TestBadFlags(t *testing.T) {
 	}{
 		{"an upper-case node", []string{"1", "--node", "Minikube"}, `--node "Minikube": a lowercase RFC 1123 subdomain`},
 		{"a node with _", []string{"7", "--node", "my_node"}, `--node "my_node": a lowercase RFC 1123 subdomain`},
-		{"no answers directory", []string{"1", "--answers", nowhere}, "--answers " + nowhere + ": stat " + nowhere + ": no such file or directory (the answers are in examples/workshop/answers: run the checker from the repository's root)"},
+		{"no answers directory", []string{"1", "--answers", nowhere}, "--answers " + nowhere + ": stat " + nowhere + ": no such file or directory"},
 		{"no exercise 0", []string{"0"}, "no exercise 0: they are 1 to 13"},
 		{"no exercise 14", []string{"14"}, "no exercise 14: they are 1 to 13"},
 	}
@@ -37,4 +39,15 @@ func TestBadFlags(t *testing.T) {
 			assert.ErrorContains(t, err, tt.wantErr)
 		})
 	}
+}
+
+// Before the attendee copies the answers' template, the default directory is missing: that is
+// the check's to say, with the cp line, not a bad flag.
+func TestDefaultAnswersMissing(t *testing.T) {
+	o := &checkOptions{answers: filepath.Join(t.TempDir(), "answers")}
+	ex := checks.Exercises[0]
+	require.NotEmpty(t, ex.Answers)
+	assert.NoError(t, o.validate(ex))
+	o.answersSet = true
+	assert.ErrorContains(t, o.validate(ex), "--answers "+o.answers+": stat ")
 }
