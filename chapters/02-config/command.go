@@ -56,11 +56,23 @@ func NewConfigCommand(ctx context.Context) *cobra.Command {
 	return cmd
 }
 
+// validate checks the flag before anything is loaded: the kubelet's loader reads "" as the
+// working directory and says only that it is a directory.
+func (o *configOptions) validate() error {
+	if o.config == "" {
+		return errors.New(`--config "": name a kubelet configuration file (chapter 03 runs on flag defaults alone)`)
+	}
+	return nil
+}
+
 func (o *configOptions) run(ctx context.Context) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
 	// 1. The file, through the kubelet's loader.
 	fromFile, err := configload.LoadConfigFile(ctx, o.config)
 	if err != nil {
-		return fmt.Errorf("load %s: %w", o.config, err)
+		return fmt.Errorf("--config %s: %w", o.config, err)
 	}
 	fmt.Fprintf(o.out, "Loaded %s with the kubelet's loader: decoded, defaulted (v1beta1), converted, paths resolved.\n", o.config)
 

@@ -58,7 +58,7 @@ func (o *runOptions) server(ctx context.Context) (*options.KubeletServer, error)
 	}
 	if o.config != "" {
 		if kc, err = configload.LoadConfigFile(ctx, o.config); err != nil {
-			return nil, fmt.Errorf("load %s: %w", o.config, err)
+			return nil, fmt.Errorf("--config %s: %w", o.config, err)
 		}
 	}
 	fs := pflag.NewFlagSet("kubelet", pflag.ContinueOnError)
