@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"time"
 
@@ -36,7 +38,26 @@ func NewNodeCommand(ctx context.Context) *cobra.Command {
 	return cmd
 }
 
+// profileName is what minikube accepts as a profile's name, at least two characters long
+// (k8s.io/minikube pkg/minikube/config/profile.go, ProfileNameValid, at the lab's v1.38.1).
+var profileName = regexp.MustCompile(`^(([a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9\-]*[a-zA-Z0-9])\.)*([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9\-]*[A-Za-z0-9])$`)
+
+// validate checks the flags before minikube is asked anything: a name minikube could not have
+// given a profile would otherwise read as a profile not started yet, with advice to start one.
+func (o *nodeOptions) validate() error {
+	if p := o.minikube.Profile; !profileName.MatchString(p) || len(p) < 2 {
+		return fmt.Errorf("--profile %q: not a name minikube gives a profile (letters, digits, '-' and '.', at least two)", p)
+	}
+	if o.minikube.Binary == "" {
+		return errors.New(`--minikube "": name the minikube command`)
+	}
+	return nil
+}
+
 func (o *nodeOptions) run(ctx context.Context) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
 	profile, err := o.minikube.LookUp(ctx)
 	if err != nil {
 		return err
