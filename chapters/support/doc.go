@@ -2,7 +2,8 @@
 // but none of them teaches. Each imports no chapter.
 //
 //   - podtable: pods printed as `kubectl get pods` lays them out (chapters 04, 05, 07, 08);
-//   - kubeletlog: klog, the kubelet's process-wide logger, pointed at a file or a terminal;
+//   - kubeletlog: klog, the kubelet's process-wide logger, pointed at a file or a terminal, and
+//     what a program does when the kubelet ends it with os.Exit(1) (AtExit, LastWords);
 //   - program: a command run as kubectl reports errors ("error: …", exit 1);
 //   - pki: a throwaway certificate authority for the walkthrough's kubelets and apiservers;
 //   - netns: a program run again in a private network namespace (chapter 07's node address);

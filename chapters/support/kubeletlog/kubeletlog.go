@@ -1,5 +1,7 @@
 // Package kubeletlog points klog — the kubelet's logger, a process-wide one — somewhere other
-// than stderr, so that a chapter's own output stays readable next to the real kubelet's log.
+// than stderr, so that a chapter's own output stays readable next to the real kubelet's log;
+// and, should the kubelet end the process, removes what was registered and says why
+// (AtExit, LastWords).
 package kubeletlog
 
 import (
