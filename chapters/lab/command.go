@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -48,11 +49,14 @@ func newRunCommand() *cobra.Command {
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Log = cmd.ErrOrStderr()
+			if err := checkRunDir(o.Dir); err != nil {
+				return err
+			}
 			return o.run(cmd.Context(), args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Dir, "dir", "", "run directory (default: a temporary one, removed when the lab stops)")
+	f.StringVar(&o.Dir, "dir", "", "run directory, new or empty, kept when the lab stops (default: a temporary one, removed when the lab stops)")
 	f.StringVar(&o.Components, "components", ".bin/node", "the lab's components (make node-components)")
 	f.StringVar(&o.Minikube, "minikube", ".bin/minikube", "minikube, built from its module (make minikube)")
 	f.BoolVar(&o.serve, "serve", false, "after the command, keep the lab until Ctrl-C")
@@ -64,8 +68,13 @@ func (o *runOptions) run(ctx context.Context, args []string, stdin io.Reader, st
 	// stops after it.
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	_, statErr := os.Stat(o.Dir)
+	made := o.Dir != "" && errors.Is(statErr, fs.ErrNotExist)
 	l, err := Start(ctx, o.Options)
 	if err != nil {
+		if made { // a run directory the lab made for a lab that did not start
+			_ = os.RemoveAll(o.Dir)
+		}
 		return err
 	}
 	defer func() {
@@ -122,10 +131,13 @@ func newRootfsCommand() *cobra.Command {
 		Short: "Make the base image's root file system with debootstrap (Debian bookworm), unless it is up to date",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkRootfsDir(dir); err != nil {
+				return err
+			}
 			return images.MakeRootfs(cmd.Context(), dir, mirror, cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().StringVar(&dir, "rootfs", ".bin/node/rootfs", "where to make it")
+	cmd.Flags().StringVar(&dir, "rootfs", ".bin/node/rootfs", "where to make it: a new or empty directory, or one this command made")
 	cmd.Flags().StringVar(&mirror, "mirror", os.Getenv("DEBIAN_MIRROR"), "Debian mirror (default: $DEBIAN_MIRROR, else the Debian source of this machine's apt, else debootstrap's own)")
 	return cmd
 }
@@ -138,6 +150,9 @@ func newImagesCommand() *cobra.Command {
 		Short: "Fill minikube's cache: the images kubeadm and minikube ask for, as docker archives, and the Kubernetes binaries",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkVersions(cmd); err != nil {
+				return err
+			}
 			opts.Out = filepath.Join(cache, "images", "amd64")
 			return fillCache(cmd.Context(), opts, kubernetesBinaries, cache, cmd.OutOrStdout())
 		},
@@ -159,6 +174,12 @@ func newImagesCommand() *cobra.Command {
 // minikube looks for them (cache/linux/<arch>/<version>/), so that nothing is downloaded.
 func fillCache(ctx context.Context, opts images.Options, kubernetesBinaries, cache string, out io.Writer) error {
 	start := time.Now()
+	versionDir := filepath.Join(cache, "linux", "amd64", opts.Versions.Kubernetes)
+	for _, name := range []string{"kubeadm", "kubelet", "kubectl"} {
+		if err := checkLink(filepath.Join(versionDir, name)); err != nil {
+			return err
+		}
+	}
 	built, err := images.Build(ctx, opts)
 	if err != nil {
 		return err
@@ -174,7 +195,6 @@ func fillCache(ctx context.Context, opts images.Options, kubernetesBinaries, cac
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	versionDir := filepath.Join(cache, "linux", "amd64", opts.Versions.Kubernetes)
 	if err := os.MkdirAll(versionDir, 0o755); err != nil {
 		return err
 	}
@@ -203,6 +223,9 @@ func newBaseImageCommand() *cobra.Command {
 		Short: "Write the base image minikube runs as its node (kicbase's equivalent) as a docker archive",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkArchive("--out", opts.Out); err != nil {
+				return err
+			}
 			start := time.Now()
 			image, err := images.BuildBase(cmd.Context(), opts)
 			if err != nil {
@@ -220,7 +243,97 @@ func newBaseImageCommand() *cobra.Command {
 	f.StringVar(&opts.Rootfs, "rootfs", ".bin/node/rootfs", "the root file system (lab rootfs)")
 	f.StringVar(&opts.Bin, "bin", ".bin/node/bin", "containerd, ctr, runc, runcshim, crictl, buildkitd, buildctl")
 	f.StringVar(&opts.CNI, "cni", ".bin/node/cni", "the CNI plugins")
-	f.StringVar(&opts.Out, "out", ".bin/node/"+BaseImageArchive, "the archive")
+	f.StringVar(&opts.Out, "out", ".bin/node/"+BaseImageArchive, "the archive: a new file, or one this command wrote")
 	f.StringVar(&opts.Ref, "ref", BaseImageRef, "the image's name")
 	return cmd
+}
+
+// rootfsMarker is the file lab rootfs writes last into a root file system it made
+// (images/rootfs.go, rootfsDone).
+const rootfsMarker = ".kubelet-walkthrough-rootfs"
+
+// checkRootfsDir checks --rootfs before anything is made: lab rootfs removes the directory and
+// makes it again unless it holds today's root file system, so it takes only a directory that is
+// new, empty, one it made (its marker) or one a debootstrap of its left half made.
+func checkRootfsDir(dir string) error {
+	if dir == "" {
+		return errors.New(`--rootfs "": name a directory`)
+	}
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("--rootfs %s: %w", dir, err)
+	case len(entries) == 0:
+		return nil
+	}
+	for _, mine := range []string{rootfsMarker, "debootstrap"} {
+		if _, err := os.Lstat(filepath.Join(dir, mine)); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("--rootfs %s: a directory that lab rootfs did not make, and it would remove it to make one: name a new directory", dir)
+}
+
+// checkArchive checks an archive a flag names: base-image writes it again when its inputs change,
+// so it takes a new file or one it wrote (its inputs' digest, FILE.inputs, beside it), never
+// another file.
+func checkArchive(flag, path string) error {
+	if path == "" {
+		return fmt.Errorf("%s %q: name a file", flag, path)
+	}
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("%s %s: %w", flag, path, err)
+	}
+	if _, err := os.Stat(path + ".inputs"); err != nil {
+		return fmt.Errorf("%s %s: a file this command did not write (no %s.inputs beside it), and it is never overwritten: name a new file", flag, path, filepath.Base(path))
+	}
+	return nil
+}
+
+// checkLink checks that where images links a Kubernetes binary there is nothing, or a link it
+// made: a file there is not replaced.
+func checkLink(path string) error {
+	info, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if info.Mode()&fs.ModeSymlink == 0 {
+		return fmt.Errorf("--cache: %s is a file, not a link images made, and it is never replaced: move it, or name another --cache", path)
+	}
+	return nil
+}
+
+// checkVersions checks the images' version flags: each names a tag.
+func checkVersions(cmd *cobra.Command) error {
+	for _, flag := range []string{"kubernetes-version", "etcd-version", "coredns-version", "pause-version", "storage-provisioner-version"} {
+		if v, _ := cmd.Flags().GetString(flag); v == "" || strings.ContainsAny(v, "/: ") {
+			return fmt.Errorf("--%s %q: name the image's tag", flag, v)
+		}
+	}
+	return nil
+}
+
+// checkRunDir checks --dir before the lab starts: a new or empty directory, so that the lab's
+// files (its shell, kubeconfig, minikube's home) overwrite none of the reader's.
+func checkRunDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("--dir %s: %w", dir, err)
+	case len(entries) > 0:
+		return fmt.Errorf("--dir %s: not empty; the lab writes its files there (shell, kubeconfig, minikube's home): name a new or empty directory", dir)
+	}
+	return nil
 }
