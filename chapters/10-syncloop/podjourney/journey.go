@@ -27,6 +27,7 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/realkubelet"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
 )
 
 // Options say how to run the journey.
@@ -133,6 +134,9 @@ type recorder struct {
 	dir  string // the static pod directory
 	path string // the manifest, in dir
 	rec  *Recording
+	// unregister takes dir's removal back from kubeletlog.AtExit, which does it should the
+	// kubelet end the process.
+	unregister func()
 
 	book    *notebook
 	k       *realkubelet.Kubelet
@@ -152,14 +156,18 @@ func newRecorder(opts Options) (*recorder, error) {
 		return nil, err
 	}
 	return &recorder{
-		opts: opts,
-		dir:  dir,
-		path: filepath.Join(dir, podName+".yaml"),
-		rec:  &Recording{Pod: "default/" + podName + "-" + opts.NodeName, WaitedForRestart: opts.WaitForRestart},
+		opts:       opts,
+		dir:        dir,
+		path:       filepath.Join(dir, podName+".yaml"),
+		rec:        &Recording{Pod: "default/" + podName + "-" + opts.NodeName, WaitedForRestart: opts.WaitForRestart},
+		unregister: kubeletlog.AtExit(func() { _ = os.RemoveAll(dir) }),
 	}, nil
 }
 
-func (r *recorder) removeDir() { _ = os.RemoveAll(r.dir) }
+func (r *recorder) removeDir() {
+	_ = os.RemoveAll(r.dir)
+	r.unregister()
+}
 
 // start runs the real kubelet on the empty static pod directory, its CRI runtime service and
 // its TracerProvider wrapped in the probes (probe.go), and returns once its sync loop waits for
