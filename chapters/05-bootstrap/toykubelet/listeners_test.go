@@ -1,13 +1,19 @@
 package toykubelet
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"net"
+	"os"
+	"os/exec"
 	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
 )
 
 // The toy's servers listen only where they should: no secure port without TLS and
@@ -44,4 +50,27 @@ func TestStartListeners(t *testing.T) {
 			assert.Empty(t, r.SecureURL, "no secure port without TLS and authentication")
 		})
 	}
+}
+
+// Should the real kubelet beside it end the process (chapter 05 runs both), the toy's root
+// directory goes too. Played in a process of its own, the test binary again.
+func TestLastWordsRemoveTheRoot(t *testing.T) {
+	if os.Getenv("TOYKUBELET_LAST_WORDS") != "" {
+		r, err := Start(context.Background(), StartOptions{NodeName: "node", StaticPodPath: os.Getenv("TOYKUBELET_LAST_WORDS")})
+		require.NoError(t, err)
+		fmt.Println(r.RootDir)
+		kubeletlog.LastWords("error: the kubelet ended this program")
+		return
+	}
+	tmp := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLastWordsRemoveTheRoot$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "TOYKUBELET_LAST_WORDS="+t.TempDir(), "TMPDIR="+tmp)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), "%s%s", &stdout, &stderr)
+	assert.Contains(t, stderr.String(), "error: the kubelet ended this program\n")
+	assert.Contains(t, stdout.String(), tmp+"/toy-kubelet-")
+	left, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	assert.Empty(t, left)
 }

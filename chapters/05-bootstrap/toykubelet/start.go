@@ -16,6 +16,7 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet/server"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/06-static-pods/staticpods"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
 )
 
 // StartOptions say which toy kubelet to start.
@@ -43,9 +44,10 @@ type Running struct {
 	SecureURL   string
 	RootDir     string
 
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	once   sync.Once
+	cancel     context.CancelFunc
+	unregister func()
+	wg         sync.WaitGroup
+	once       sync.Once
 }
 
 // Start makes a toy kubelet and starts it the way the real one is started: createAndInitKubelet
@@ -73,11 +75,11 @@ func Start(ctx context.Context, opts StartOptions) (*Running, error) {
 	if err != nil {
 		return nil, err
 	}
-	root, err := os.MkdirTemp("", "toy-kubelet-")
+	config, err := options.NewKubeletConfiguration()
 	if err != nil {
 		return nil, err
 	}
-	config, err := options.NewKubeletConfiguration()
+	root, err := os.MkdirTemp("", "toy-kubelet-")
 	if err != nil {
 		return nil, err
 	}
@@ -89,6 +91,8 @@ func Start(ctx context.Context, opts StartOptions) (*Running, error) {
 		Kubelet:   New(Options{NodeName: opts.NodeName, RootDir: root, Config: *config}),
 		PodConfig: staticpods.NewPodConfig(opts.StaticPodPath, opts.NodeName, opts.FileCheckFrequency),
 		RootDir:   root,
+		// Should the real kubelet beside it end the process (chapter 05), the root goes too.
+		unregister: kubeletlog.AtExit(func() { _ = os.RemoveAll(root) }),
 	}
 	ctx, r.cancel = context.WithCancel(ctx)
 	goStart := func(f func()) { r.wg.Go(f) }
@@ -128,6 +132,7 @@ func (r *Running) Stop() {
 		r.cancel()
 		r.wg.Wait()
 		_ = os.RemoveAll(r.RootDir)
+		r.unregister()
 	})
 }
 
