@@ -241,6 +241,28 @@ func TestExitMessages(t *testing.T) {
 		_ = f.Close()
 	}
 	assert.Len(t, found, 11)
+
+	// And the other way: wherever the kubelet logs one of these, os.Exit(1) follows — a message
+	// logged on a path that goes on would have the program remove the kubelets' directories.
+	require.NoError(t, filepath.WalkDir(filepath.Join(root, "pkg", "kubelet"), func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		lines := strings.Split(string(data), "\n")
+		for i, line := range lines {
+			for msg := range exitMessages {
+				if strings.Contains(line, `"`+msg+`"`) {
+					require.Less(t, i+1, len(lines))
+					assert.Equal(t, "os.Exit(1)", strings.TrimSpace(lines[i+1]), "%s:%d logs %q and goes on", path, i+1, msg)
+				}
+			}
+		}
+		return nil
+	}))
 }
 
 // The logger the kubelet gets logs as the one it wraps, with the kubelet's file and line, and
