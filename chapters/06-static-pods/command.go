@@ -56,6 +56,9 @@ func (f *sourceFlags) validate() error {
 // directory checks that the manifests path is a readable directory, with a message that says
 // which of the usual problems it is.
 func (f *sourceFlags) directory() (string, error) {
+	if f.manifests == "" { // filepath.Abs would make it the working directory
+		return "", errors.New(`--manifests "": name the directory that holds the manifests`)
+	}
 	path, err := filepath.Abs(f.manifests)
 	if err != nil {
 		return "", err

@@ -23,6 +23,7 @@ func TestLoadErrors(t *testing.T) {
 		{"missing", filepath.Join(t.TempDir(), "nope"), "does not exist"},
 		{"a file", file, "is not a directory: --manifests takes the directory"},
 		{"readable and empty", t.TempDir(), ""},
+		{"empty: not the working directory", "", `--manifests "": name the directory that holds the manifests`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

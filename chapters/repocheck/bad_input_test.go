@@ -160,8 +160,11 @@ func TestBadInput(t *testing.T) {
 	require.NoError(t, err)
 	b := &badInputBuilds{dir: t.TempDir(), bins: map[string]string{}}
 	for _, row := range rows {
-		name := row.command + " " + strings.Join(row.args, " ")
+		// Named by command and line, with no slash: -run 'TestBadInput/07-minicluster' picks a
+		// chapter's rows, -run 'TestBadInput/line42$' one row.
+		name := fmt.Sprintf("%s line%d", filepath.Base(row.command), row.line)
 		t.Run(name, func(t *testing.T) {
+			t.Logf("%s:%d: %s %s", badInputTable, row.line, row.command, strings.Join(row.args, " "))
 			switch row.needs {
 			case "linux":
 				if runtime.GOOS != "linux" {

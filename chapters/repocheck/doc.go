@@ -6,6 +6,8 @@
 //     is `go test ./chapters/repocheck -run TestChapterREADMEs -update`), with the normalisers
 //     each pinned by a case they must leave alone;
 //   - makerun_test.go: the README's first command, `make run`, run as a reader runs it;
+//   - bad_input_test.go: every row of .ci/bad-input.md, a command run with a bad input, refused at
+//     once with what the row says, nothing left behind and the reader's file unchanged;
 //   - deps_test.go: the import rules of the layout the README describes, the pinned staging
 //     modules, the client's light dependency graph;
 //   - layout_test.go: the README's layout section and the tree agree;

@@ -58,6 +58,11 @@ func (o *checkOptions) validate(ex checks.Exercise) error {
 			return err
 		}
 	}
+	if !ex.Offline && o.kubeconfig != "" {
+		if _, err := os.Stat(o.kubeconfig); err != nil {
+			return fmt.Errorf("--kubeconfig %s: %w", o.kubeconfig, err)
+		}
+	}
 	// The default directory is missing until the attendee copies the template: the exercise's
 	// check says so, with the cp line. One the attendee names must be there.
 	if ex.Answers != "" && o.answersSet {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -25,6 +26,7 @@ func TestBadFlags(t *testing.T) {
 		{"a node with _", []string{"7", "--node", "my_node"}, `--node "my_node": a lowercase RFC 1123 subdomain`},
 		{"no answers directory", []string{"1", "--answers", nowhere}, "--answers " + nowhere + ": stat " + nowhere + ": no such file or directory"},
 		{"no exercise 0", []string{"0"}, "no exercise 0: they are 1 to 13"},
+		{"no kubeconfig", []string{"1", "--kubeconfig", nowhere}, "--kubeconfig " + nowhere + ": stat " + nowhere + ": no such file or directory"},
 		{"no exercise 14", []string{"14"}, "no exercise 14: they are 1 to 13"},
 	}
 	for _, tt := range tests {
@@ -33,7 +35,9 @@ func TestBadFlags(t *testing.T) {
 			var out bytes.Buffer
 			cmd.SetOut(&out)
 			cmd.SetErr(&out)
-			cmd.SetArgs(append(tt.args, "--kubeconfig", filepath.Join(t.TempDir(), "no-kubeconfig")))
+			empty := filepath.Join(t.TempDir(), "kubeconfig") // a kubeconfig of no cluster
+			require.NoError(t, os.WriteFile(empty, nil, 0o600))
+			cmd.SetArgs(append([]string{"--kubeconfig", empty}, tt.args...))
 			err := cmd.Execute()
 			require.Error(t, err)
 			assert.ErrorContains(t, err, tt.wantErr)
