@@ -453,7 +453,7 @@ func mergeKubeconfig(generated, path string) (unmerge func() error, err error) {
 	if err := clientcmd.WriteToFile(*merged, path); err != nil {
 		return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
 	}
-	return func() error {
+	takeOut := func() error {
 		now, err := clientcmd.LoadFromFile(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil // the reader removed it
@@ -486,6 +486,12 @@ func mergeKubeconfig(generated, path string) (unmerge func() error, err error) {
 			return os.WriteFile(path, original, 0o600)
 		}
 		return clientcmd.WriteToFile(*now, path)
+	}
+	// Should a kubelet end the process (os.Exit(1)), the cluster's credentials come out first.
+	unregister := kubeletlog.AtExit(func() { _ = takeOut() })
+	return func() error {
+		unregister()
+		return takeOut()
 	}, nil
 }
 
