@@ -80,7 +80,9 @@ func TestKubectlReachesTheCluster(t *testing.T) {
 		"kube-system/kube-controller-manager-walkthrough", "kube-system/kube-scheduler-walkthrough"}, mirrors)
 
 	if kubectl, err := exec.LookPath("kubectl"); err == nil {
-		out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "get", "pods", "-A").CombinedOutput()
+		// kubectl keeps its discovery and HTTP caches in ~/.kube/cache unless told otherwise: the
+		// reader's home is not the test's to change.
+		out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "--cache-dir", t.TempDir(), "get", "pods", "-A").CombinedOutput()
 		require.NoError(t, err, "%s", out)
 		assert.Contains(t, string(out), "kube-apiserver-walkthrough")
 	} else {
