@@ -21,6 +21,7 @@ import (
 	"k8s.io/component-base/logs"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kubelet/app/options"
+	"k8s.io/kubernetes/pkg/kubelet"
 	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
@@ -405,4 +406,19 @@ func TestReadOnlyPortServesNoLogsNorDebug(t *testing.T) {
 			assert.Equal(t, tt.wantStatus, resp.StatusCode)
 		})
 	}
+}
+
+// Ctrl-C while the kubelet starts is said as such, not as whatever wait it cut short, and
+// leaves nothing.
+func TestStartInterrupted(t *testing.T) {
+	manifests := t.TempDir()
+	tmp := ownTmpdir(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err := Start(ctx, Options{StaticPodPath: manifests, Dependencies: func(*kubelet.Dependencies) { cancel() }})
+	require.Error(t, err)
+	assert.Equal(t, "interrupted before the kubelet was serving", err.Error())
+	assert.ErrorIs(t, err, ErrInterrupted)
+	assert.ErrorIs(t, err, context.Canceled)
+	assertEmpty(t, tmp)
 }

@@ -135,7 +135,13 @@ type Kubelet struct {
 
 // Start builds and starts a real kubelet and returns once its servers accept connections.
 // The kubelet runs until Stop is called or ctx is cancelled.
-func Start(ctx context.Context, opts Options) (*Kubelet, error) {
+func Start(parent context.Context, opts Options) (_ *Kubelet, err error) {
+	defer func() { // whichever step Ctrl-C cut short
+		if err != nil && parent.Err() != nil {
+			err = fmt.Errorf("%w%.0w", ErrInterrupted, parent.Err())
+		}
+	}()
+	ctx := parent
 	logger := klog.FromContext(ctx)
 	if opts.NodeName == "" {
 		opts.NodeName = DefaultNodeName
@@ -294,6 +300,9 @@ func Start(ctx context.Context, opts Options) (*Kubelet, error) {
 	started = true
 	return k, nil
 }
+
+// ErrInterrupted is Start's error when its context ended (Ctrl-C) before the kubelet served.
+var ErrInterrupted = errors.New("interrupted before the kubelet was serving")
 
 // Stop cancels the kubelet's context, stops the fake runtime and removes the kubelet's root
 // directory. It is safe to call more than once.
