@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -132,6 +133,9 @@ func newRootfsCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkRootfsDir(dir); err != nil {
+				return err
+			}
+			if err := checkMirror(mirror); err != nil {
 				return err
 			}
 			return images.MakeRootfs(cmd.Context(), dir, mirror, cmd.OutOrStdout())
@@ -334,6 +338,19 @@ func checkRunDir(dir string) error {
 		return fmt.Errorf("--dir %s: %w", dir, err)
 	case len(entries) > 0:
 		return fmt.Errorf("--dir %s: not empty; the lab writes its files there (shell, kubeconfig, minikube's home): name a new or empty directory", dir)
+	}
+	return nil
+}
+
+// checkMirror checks --mirror before lab rootfs removes the old root file system: debootstrap
+// takes an http, https or file URL, and found a bad one only after that.
+func checkMirror(mirror string) error {
+	if mirror == "" {
+		return nil // the machine's apt source, or debootstrap's own
+	}
+	u, err := url.Parse(mirror)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "file") || (u.Scheme != "file" && u.Host == "") {
+		return fmt.Errorf("--mirror %q: want a Debian mirror's http://, https:// or file:// URL (deb.debian.org/debian is http://deb.debian.org/debian)", mirror)
 	}
 	return nil
 }
