@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -88,7 +85,7 @@ func (o *runOptions) complete() error {
 }
 
 func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := program.SignalContext(ctx)
 	defer stop()
 	logger := klog.FromContext(ctx)
 

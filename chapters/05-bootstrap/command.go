@@ -4,11 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -71,7 +68,7 @@ func (o *bootstrapOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := program.SignalContext(ctx)
 	defer stop()
 	path, err := program.Directory("--static-pod-path", o.staticPodPath)
 	if err != nil {

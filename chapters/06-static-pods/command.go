@@ -8,11 +8,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -202,7 +200,7 @@ func (o *watchOptions) run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := program.SignalContext(ctx)
 	defer stop()
 	if o.duration > 0 {
 		var cancel context.CancelFunc

@@ -11,7 +11,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -75,7 +74,7 @@ func NewMiniclusterCommand(ctx context.Context) *cobra.Command {
 			if err := o.complete(); err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+			ctx, stop := program.SignalContext(ctx)
 			defer stop()
 			if _, inside := netns.Inside(); o.nodeIP == "" && !inside {
 				return o.runInPrivateNetwork(ctx)

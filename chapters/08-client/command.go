@@ -8,12 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
-	"os/signal"
 	"regexp"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -26,6 +23,7 @@ import (
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/08-client/kubeletclient"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/podtable"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/program"
 )
 
 type clientOptions struct {
@@ -254,7 +252,7 @@ func (o *clientOptions) run(ctx context.Context) error {
 		return o.fetch(ctx, client)
 	}
 	// As an agent: one client, its connections and token kept, asked again and again.
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := program.SignalContext(ctx)
 	defer stop()
 	if o.kubeletURL == "" && o.opts.Via != kubeletclient.ViaAPIServer {
 		// Discovery from an informer: one watch instead of a GET or LIST every poll.

@@ -9,16 +9,15 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/lab/images"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/program"
 )
 
 // NewCommand returns the lab's command.
@@ -67,7 +66,7 @@ func newRunCommand() *cobra.Command {
 func (o *runOptions) run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (err error) {
 	// Ctrl-C reaches the command (it runs in this terminal's foreground process group); the lab
 	// stops after it.
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := program.SignalContext(ctx)
 	defer stop()
 	_, statErr := os.Stat(o.Dir)
 	made := o.Dir != "" && errors.Is(statErr, fs.ErrNotExist)
