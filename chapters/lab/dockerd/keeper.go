@@ -65,10 +65,11 @@ func keep(dir, parent, remove string) (err error) {
 	signal.Notify(children, syscall.SIGCHLD)
 
 	// containerd first, the engine's own: dockerd would start one itself, whose plugins write to
-	// this machine's /opt/containerd.
+	// this machine's /opt/containerd. Without its CRI plugin, as Docker's own containerd.io
+	// package configures it: Docker does not use it, and at its start it makes /etc/cni/net.d on
+	// this machine (the engine shares the machine's /etc).
 	containerdConfig := filepath.Join(dir, "containerd.toml")
-	config := fmt.Sprintf("version = 2\nroot = %q\nstate = \"/run/containerd\"\n[grpc]\n  address = \"/run/containerd/containerd.sock\"\n"+
-		"[plugins.\"io.containerd.internal.v1.opt\"]\n  path = %q\n", filepath.Join(dir, "containerd"), filepath.Join(dir, "containerd-opt"))
+	config := EngineContainerdConfig(filepath.Join(dir, "containerd"), filepath.Join(dir, "containerd-opt"))
 	if err := os.WriteFile(containerdConfig, []byte(config), 0o644); err != nil {
 		return err
 	}
@@ -304,4 +305,13 @@ func removeDir(dir string) error {
 		_ = unix.Unmount(m, unix.MNT_DETACH)
 	}
 	return os.RemoveAll(dir)
+}
+
+// EngineContainerdConfig is the configuration of an engine's containerd whose root and opt
+// directories are those given: its state and socket in the engine's private /run, and no CRI
+// plugin.
+func EngineContainerdConfig(root, opt string) string {
+	return fmt.Sprintf("version = 2\nroot = %q\nstate = \"/run/containerd\"\ndisabled_plugins = [\"io.containerd.grpc.v1.cri\"]\n"+
+		"[grpc]\n  address = \"/run/containerd/containerd.sock\"\n"+
+		"[plugins.\"io.containerd.internal.v1.opt\"]\n  path = %q\n", root, opt)
 }
