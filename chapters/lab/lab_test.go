@@ -29,9 +29,14 @@ func TestMinikubeIsTheRealOne(t *testing.T) {
 	if _, err := os.Stat(binary); err != nil {
 		tier.Unavailable(t, labtest.Tier, err)
 	}
+	// Asking minikube its version leaves the reader's home alone (minikube makes ~/.minikube at
+	// any command where MINIKUBE_HOME does not point elsewhere).
+	home := t.TempDir()
+	t.Setenv("HOME", home)
 	version, err := labtest.RealMinikube(root, binary)
 	require.NoError(t, err)
 	assert.Regexp(t, `^v1\.\d+\.\d+$`, version)
+	assert.NoDirExists(t, filepath.Join(home, ".minikube"))
 
 	// Anything else is refused: a program that says the same version, but is not minikube's build.
 	impostor := filepath.Join(t.TempDir(), "minikube")

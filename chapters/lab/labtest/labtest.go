@@ -245,14 +245,15 @@ func RealMinikube(root, binary string) (string, error) {
 		!strings.Contains(string(info), "\tmod\tk8s.io/minikube\t"+pinned+"\th1:") {
 		return "", fmt.Errorf("%s is not minikube's own build of k8s.io/minikube %s (go version -m says otherwise)", binary, pinned)
 	}
-	// minikube writes a log of each command into TMPDIR: one of its own, removed after.
+	// minikube writes a log of each command into TMPDIR, and makes its home (~/.minikube, with
+	// eight directories) at any command: both in a directory of its own, removed after.
 	tmp, err := os.MkdirTemp("", "minikube-version-")
 	if err != nil {
 		return "", err
 	}
 	defer os.RemoveAll(tmp)
 	version := exec.Command(binary, "version", "--short")
-	version.Env = append(os.Environ(), "TMPDIR="+tmp)
+	version.Env = append(os.Environ(), "TMPDIR="+tmp, "MINIKUBE_HOME="+filepath.Join(tmp, "home"))
 	out, err := version.Output()
 	if err != nil {
 		return "", fmt.Errorf("%s version --short: %w", binary, err)
