@@ -137,6 +137,9 @@ func (o *clientOptions) complete(flags *pflag.FlagSet) error {
 			return fmt.Errorf("--kubelet-url: %w", err)
 		}
 	}
+	if err := o.checkNumbers(); err != nil {
+		return err
+	}
 	if err := o.noIgnoredFlags(flags); err != nil {
 		return err
 	}
@@ -162,6 +165,28 @@ func (o *clientOptions) complete(flags *pflag.FlagSet) error {
 		o.opts.ServiceAccount = "" // the library's default, and no "ignored" complaint from it
 	} else if _, _, err := kubeletclient.ParseServiceAccount(o.opts.ServiceAccount); err != nil {
 		return err // before any request: it becomes a path of the TokenRequest
+	}
+	return nil
+}
+
+// checkNumbers refuses, before any work, a number or duration that would silently mean something
+// else than the reader typed: the library takes 0 for its default (10s, 1 minute, one at a
+// time, the Node's port) and would let a negative timeout fail every request at once.
+func (o *clientOptions) checkNumbers() error {
+	if err := program.Positive("--request-timeout", o.opts.Timeout); err != nil {
+		return err
+	}
+	if err := program.Positive("--all-nodes-timeout", o.opts.AllNodesTimeout); err != nil {
+		return err
+	}
+	if o.concurrency < 1 {
+		return fmt.Errorf("--concurrency %d: must be 1 or more", o.concurrency)
+	}
+	if p := o.opts.KubeletPort; p < 0 || p > 65535 {
+		return fmt.Errorf("--kubelet-port %d: a port is 1 to 65535 (0: the port the Node reports)", p)
+	}
+	if o.interval < 0 {
+		return fmt.Errorf("--interval %s: must be 0 (once) or more", o.interval)
 	}
 	return nil
 }

@@ -675,3 +675,43 @@ func TestKubeletURLUserInfoNeverShown(t *testing.T) {
 		})
 	}
 }
+
+// A number or duration that would silently mean something else (the library's default for 0, no
+// timeout or a past deadline for a negative one, a port that fails only at dial time) is refused
+// at the flag, before anything is asked: one line naming the flag and the value.
+func TestNumberFlagsChecked(t *testing.T) {
+	e := newEnv(t)
+	kc := e.apiserver.Kubeconfig(t, e.pki, fakecluster.User{Token: kubeconfigToken})
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--node", "n1", "--request-timeout", "0"}, "--request-timeout 0s: must be more than 0"},
+		{[]string{"--node", "n1", "--request-timeout", "-1s"}, "--request-timeout -1s: must be more than 0"},
+		{[]string{"doctor", "--node", "n1", "--request-timeout", "-1s"}, "--request-timeout -1s: must be more than 0"},
+		{[]string{"--all-nodes", "--all-nodes-timeout", "-1s"}, "--all-nodes-timeout -1s: must be more than 0"},
+		{[]string{"--all-nodes", "--all-nodes-timeout", "0"}, "--all-nodes-timeout 0s: must be more than 0"},
+		{[]string{"--all-nodes", "--concurrency", "0"}, "--concurrency 0: must be 1 or more"},
+		{[]string{"--all-nodes", "--concurrency", "-3"}, "--concurrency -3: must be 1 or more"},
+		{[]string{"--node", "n1", "--kubelet-port", "-1"}, "--kubelet-port -1: a port is 1 to 65535"},
+		{[]string{"--node", "n1", "--kubelet-port", "70000"}, "--kubelet-port 70000: a port is 1 to 65535"},
+		{[]string{"doctor", "--node", "n1", "--kubelet-port", "70000"}, "--kubelet-port 70000: a port is 1 to 65535"},
+		{[]string{"--node", "n1", "--interval", "-1s"}, "--interval -1s: must be 0 (once) or more"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			e.apiserver.Reset()
+			_, _, err := e.run(t, append(tt.args, "--kubeconfig", kc)...)
+			require.Error(t, err)
+			assert.True(t, strings.HasPrefix(err.Error(), tt.want), "%s\ndoes not start with\n%s", err, tt.want)
+			assert.NotContains(t, err.Error(), "\n", "one line")
+			assert.Empty(t, e.apiserver.Requests(), "nothing was asked")
+			assert.Empty(t, e.kubelet.Requests(), "nothing was asked")
+		})
+	}
+	// The ends of the ranges are taken.
+	_, _, err := e.run(t, "--kubeconfig", kc, "--all-nodes", "--concurrency", "1", "--request-timeout", "1ms", "--all-nodes-timeout", "1ms")
+	if err != nil {
+		assert.NotContains(t, err.Error(), "must be")
+	}
+}

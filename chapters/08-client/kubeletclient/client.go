@@ -38,7 +38,7 @@ const ReadOnlyPort = 10255
 type Options struct {
 	// AddressTypes orders the node address types to try. Default DefaultAddressTypes.
 	AddressTypes []corev1.NodeAddressType
-	// KubeletPort overrides the port the Node reports.
+	// KubeletPort overrides the port the Node reports (1 to 65535). Default 0: the Node's.
 	KubeletPort int
 	// TLSServerName is the name the kubelet's certificate is checked against, instead of the
 	// address dialed: a node address type ("Hostname") to take it from each Node, or a literal
@@ -63,9 +63,9 @@ type Options struct {
 	// not checked (InsecureSkipTLSVerify). Without it, New refuses that combination.
 	AllowCredentialsToUnverifiedKubelet bool
 	Via                                 Via
-	// Timeout bounds each request. Default 10s.
+	// Timeout bounds each request. Default (0) 10s; New refuses a negative one.
 	Timeout time.Duration
-	// AllNodesTimeout bounds AllNodes as a whole. Default 1 minute.
+	// AllNodesTimeout bounds AllNodes as a whole. Default (0) 1 minute; New refuses a negative one.
 	AllNodesTimeout time.Duration
 	// HTTP1 turns HTTP/2 off, to compare.
 	HTTP1 bool
@@ -94,6 +94,16 @@ type Client struct {
 func New(apiserver *rest.Config, opts Options) (*Client, error) {
 	if len(opts.AddressTypes) == 0 {
 		opts.AddressTypes = DefaultAddressTypes
+	}
+	// Zero is the default; a negative limit would fail every request at once (or, for the
+	// HTTP clients, mean none at all), and a port out of range would fail only at dial time.
+	switch {
+	case opts.Timeout < 0:
+		return nil, fmt.Errorf("request timeout %s: must be more than 0 (0: the default, 10s)", opts.Timeout)
+	case opts.AllNodesTimeout < 0:
+		return nil, fmt.Errorf("all-nodes timeout %s: must be more than 0 (0: the default, 1 minute)", opts.AllNodesTimeout)
+	case opts.KubeletPort < 0 || opts.KubeletPort > 65535:
+		return nil, fmt.Errorf("kubelet port %d: a port is 1 to 65535 (0: the port the Node reports)", opts.KubeletPort)
 	}
 	if opts.Timeout == 0 {
 		opts.Timeout = 10 * time.Second
@@ -546,7 +556,7 @@ func decodePods(body []byte) ([]corev1.Pod, error) {
 }
 
 // AllNodes lists the nodes — one LIST, or none once WatchNodes runs — and fetches each node's
-// pods with at most concurrency requests in flight, within Options.AllNodesTimeout overall. A
+// pods with at most concurrency requests in flight (less than 1 is 1), within Options.AllNodesTimeout overall. A
 // node that fails has its Err set; the others are unaffected. Results are sorted by node name.
 func (c *Client) AllNodes(ctx context.Context, concurrency int) ([]Result, error) {
 	return c.GetAllNodes(ctx, concurrency, podsEndpoint)

@@ -2,6 +2,7 @@ package kubeletclient
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -80,5 +81,25 @@ func TestExplainForbidden(t *testing.T) {
 			assert.Equal(t, tt.user+" may not get nodes/pods nor nodes/proxy — the kubelet asked the apiserver for each, "+
 				"in this order (v1.37 checks nodes/pods before nodes/proxy). "+tt.wantGrant, e.Hint)
 		})
+	}
+}
+
+// The library takes 0 for its defaults and refuses what would silently mean something else: a
+// negative timeout (no limit for the HTTP clients, a past deadline for Doctor and AllNodes) or
+// a port out of range.
+func TestNewChecksNumbers(t *testing.T) {
+	c, err := New(nil, Options{Auth: AuthNone})
+	require.NoError(t, err)
+	assert.Equal(t, 10*time.Second, c.opts.Timeout)
+	assert.Equal(t, time.Minute, c.opts.AllNodesTimeout)
+	for name, opts := range map[string]Options{
+		"request timeout -1s: must be more than 0":   {Auth: AuthNone, Timeout: -time.Second},
+		"all-nodes timeout -1s: must be more than 0": {Auth: AuthNone, AllNodesTimeout: -time.Second},
+		"kubelet port -1: a port is 1 to 65535":      {Auth: AuthNone, KubeletPort: -1},
+		"kubelet port 70000: a port is 1 to 65535":   {Auth: AuthNone, KubeletPort: 70000},
+	} {
+		_, err := New(nil, opts)
+		require.Error(t, err, name)
+		assert.Contains(t, err.Error(), name)
 	}
 }
