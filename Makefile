@@ -55,7 +55,7 @@ check: ## Check a workshop exercise against your current cluster: make check EX=
 ##@ Test
 
 # make test's stages, in order; .ci/stages prints how long each took.
-TEST_STAGES := prerequisites verify verify-notes test-node-components test-unit test-race test-rehearsal test-readmes
+TEST_STAGES := prerequisites verify verify-notes test-node-components test-unit test-rehearsal+test-race test-readmes
 
 .PHONY: test
 test: ## Everything CI checks (.ci/run calls this), stage by stage, with a time summary at the end.
@@ -121,26 +121,8 @@ test-node-components: ## Build the lab (real minikube, its base image and cache)
 	fi
 
 .PHONY: test-readmes
-test-readmes: ## Run every chapter README's commands and compare their output: as this host, as the other cgroup version's host, and with Docker Engine running.
-	.ci/clean-tmp $(GO) test -count=$(README_RUNS) -timeout $(TIMEOUT) -run '^TestChapterREADMEs$$' -skip '^TestChapterREADMEs/09-node$$' $(TEST_FLAGS) ./chapters/repocheck/
-	.ci/clean-tmp $(GO) test -count=1 -timeout $(TIMEOUT) -run '^TestChapterREADMEs$$/^09-node$$' $(TEST_FLAGS) ./chapters/repocheck/
-	@if [ "$$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ]; then other=v1; else other=v2; fi; \
-	if [ "$$(id -u)" = 0 ]; then \
-	  echo ".ci/cgroup-$$other $(GO) test … ./chapters/repocheck/   # the same READMEs as a cgroup $$other host (but chapter 09: its node needs the machine's own cgroups)"; \
-	  .ci/clean-tmp .ci/cgroup-$$other $(GO) test -count=1 -timeout $(TIMEOUT) -run '^TestChapterREADMEs$$' -skip '^TestChapterREADMEs/09-node$$' $(TEST_FLAGS) ./chapters/repocheck/; \
-	elif [ "$${CI:-}" = true ]; then \
-	  echo "CI=true: the READMEs must also be run as a cgroup $$other host, which needs root to simulate"; exit 1; \
-	else \
-	  echo "Skipped: the READMEs as a cgroup $$other host (simulating it needs root)."; \
-	fi
-	@if [ "$$(id -u)" = 0 ]; then \
-	  echo ".ci/with-docker $(GO) test … ./chapters/repocheck/   # the same READMEs on a laptop where Docker Engine runs (but chapter 09: it runs its own)"; \
-	  .ci/clean-tmp .ci/with-docker $(GO) test -count=1 -timeout $(TIMEOUT) -run '^TestChapterREADMEs$$' -skip '^TestChapterREADMEs/09-node$$' $(TEST_FLAGS) ./chapters/repocheck/; \
-	elif [ "$${CI:-}" = true ]; then \
-	  echo "CI=true: the READMEs must also be run on a host where Docker Engine runs, which needs root to simulate"; exit 1; \
-	else \
-	  echo "Skipped: the READMEs on a host where Docker Engine runs (simulating it needs root)."; \
-	fi
+test-readmes: ## Run every chapter README's commands and compare their output: as this host, as the other cgroup version's host, and with Docker Engine running (.ci/readmes).
+	@GO='$(GO)' TIMEOUT='$(TIMEOUT)' README_RUNS='$(README_RUNS)' TEST_FLAGS='$(TEST_FLAGS)' .ci/readmes
 
 test-%: ## Test one chapter and its packages, e.g. `make test-04-runkubelet`.
 	$(GO) test -count=1 -shuffle=on -timeout $(TIMEOUT) $(TEST_FLAGS) ./chapters/$*/...

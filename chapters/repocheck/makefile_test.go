@@ -38,6 +38,14 @@ func TestMakefileGoTests(t *testing.T) {
 		}
 	}
 	assert.GreaterOrEqual(t, whole, 3, "test-unit, test-race and test-<chapter> run whole packages")
+
+	// The README runs are a script's (.ci/readmes): its one go test command has a timeout and runs
+	// in a temporary directory of its own.
+	readmes, err := os.ReadFile("../.ci/readmes")
+	require.NoError(t, err)
+	run := regexp.MustCompile(`(?m)^\s*\.ci/clean-tmp .*"\$GO" test -timeout "\$TIMEOUT" .*$`).FindAllString(string(readmes), -1)
+	assert.Len(t, run, 1, ".ci/readmes runs go test through .ci/clean-tmp with -timeout, in one place")
+	assert.Equal(t, 1, strings.Count(string(readmes), `"$GO" test`), ".ci/readmes has one go test command")
 }
 
 // TestCleanTmp: .ci/clean-tmp fails a command that leaves anything in its temporary directory,
