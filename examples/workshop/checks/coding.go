@@ -34,7 +34,8 @@ func fileSum(data []byte) string {
 // checkCoding runs a coding exercise's test, by name, against the attendee's code, and passes
 // only when go test says that very test passed, from the test file as the workshop wrote it (its
 // SHA-256 is sum): a test file deleted or edited, a test renamed or skipped, or "no tests to run"
-// fail, each saying so (go test alone exits 0 on all of them but the edit).
+// fail, each saying so (go test alone exits 0 on all of them but the edit). Any other test file in
+// the exercise's package fails too: it is built into the same test binary.
 func checkCoding(dir, file, test, sum string) func(context.Context, Env) (Result, error) {
 	return func(ctx context.Context, env Env) (Result, error) {
 		var r Result
@@ -48,6 +49,17 @@ func checkCoding(dir, file, test, sum string) func(context.Context, Env) (Result
 			return r, err
 		case fileSum(data) != sum:
 			r.missing("the exercise's test as the workshop wrote it: %s has been edited, and the check runs it as written (restore it: git checkout -- %s; your code is in the other files)", path, path)
+			return r, nil
+		}
+		// Another test file in the package would be compiled into the same test binary, where an
+		// init() or a TestMain can change the test's setup or print go test's framing itself.
+		others, err := otherTestFiles(env.Root, dir, file)
+		if err != nil {
+			return r, err
+		}
+		if len(others) > 0 {
+			r.missing("the exercise's test run as the workshop wrote it: %s in its package is another test file, built into the same test binary (an init() or a TestMain there could change how the test runs); the check refuses it: move your tests elsewhere or delete them (rm %s)",
+				strings.Join(others, ", "), strings.Join(others, " "))
 			return r, nil
 		}
 		cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-run", "^"+test+"$", "-v", "-json", "./examples/workshop/"+dir+"/")
@@ -65,6 +77,23 @@ func checkCoding(dir, file, test, sum string) func(context.Context, Env) (Result
 		}
 		return r, nil
 	}
+}
+
+// otherTestFiles lists, as paths from the repository's root, the *_test.go files in the
+// exercise's directory other than the workshop's own (file): go test builds every one of them
+// into the package's test binary.
+func otherTestFiles(root, dir, file string) ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(root, "examples", "workshop", filepath.FromSlash(dir)))
+	if err != nil {
+		return nil, err
+	}
+	var others []string
+	for _, e := range entries {
+		if name := e.Name(); strings.HasSuffix(name, "_test.go") && name != file {
+			others = append(others, "examples/workshop/"+dir+"/"+name)
+		}
+	}
+	return others, nil
 }
 
 // testEvent is a line of go test -json (cmd/test2json).

@@ -15,7 +15,8 @@ import (
 // TestCheckCodingCannotBeFooled runs the coding checker on a module of its own, whose exercise
 // is done, undone, or its test deleted, edited, renamed or skipped: only a run of the test file
 // as written in which the named test itself passed is a PASS (go test alone exits 0 on a
-// deleted, renamed or skipped test). Each case's test file is the one "the workshop wrote" (its
+// deleted, renamed or skipped test), and another test file beside it (its TestMain or init() in
+// the same test binary) is refused. Each case's ex_test.go is the one "the workshop wrote" (its
 // sum is the checker's), but for the edited one.
 func TestCheckCodingCannotBeFooled(t *testing.T) {
 	const exercise = "package ex\n\nfunc Answer() int { return 42 }\n"
@@ -26,6 +27,10 @@ func TestCheckCodingCannotBeFooled(t *testing.T) {
 			"func " + name + "(t *testing.T) {\n" +
 			"\tif os.Getenv(\"WORKSHOP_EXERCISE\") == \"\" {\n\t\tt.Skip(\"workshop exercise: make check runs this test\")\n\t}\n" +
 			body + "}\n"
+	}
+	failing := test("TestAnswer", "\tt.Error(\"Messages: not yet\")\n")
+	otherFile := func(name string) string {
+		return "the exercise's test run as the workshop wrote it: examples/workshop/ex/" + name + " in its package is another test file, built into the same test binary (an init() or a TestMain there could change how the test runs); the check refuses it: move your tests elsewhere or delete them (rm examples/workshop/ex/" + name + ")"
 	}
 	tests := []struct {
 		name  string
@@ -54,6 +59,18 @@ func TestCheckCodingCannotBeFooled(t *testing.T) {
 			"the exercise's test to pass; it says:", false},
 		{"the test does not compile", map[string]string{"ex_test.go": test("TestAnswer", "\tundefined()\n")},
 			"the exercise's test to pass; it says:", false},
+		// Another test file in the package is built into the same test binary: its TestMain can
+		// print go test's framing itself, its init() can change what the test sees.
+		{"another test file's TestMain prints a pass", map[string]string{"ex_test.go": failing,
+			"main_test.go": "package ex\n\nimport (\n\t\"fmt\"\n\t\"os\"\n\t\"testing\"\n)\n\n" +
+				"func TestMain(m *testing.M) {\n\tfmt.Print(\"\\x16=== RUN   TestAnswer\\n\\x16--- PASS: TestAnswer (0.00s)\\n\\x16PASS\\n\")\n\tos.Exit(0)\n}\n"},
+			otherFile("main_test.go"), false},
+		{"another test file's init() sets up the test", map[string]string{"ex_test.go": test("TestAnswer", "\tif answer != 42 {\n\t\tt.Error(\"not 42\")\n\t}\n") + "\nvar answer = 41\n",
+			"setup_test.go": "package ex\n\nfunc init() { answer = 42 }\n"},
+			otherFile("setup_test.go"), false},
+		{"an external test package beside it", map[string]string{"ex_test.go": test("TestAnswer", ""),
+			"more_test.go": "package ex_test\n\nimport \"testing\"\n\nfunc TestMore(t *testing.T) {}\n"},
+			otherFile("more_test.go"), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -65,7 +82,9 @@ func TestCheckCodingCannotBeFooled(t *testing.T) {
 			sum := ""
 			for name, text := range tt.files {
 				require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644))
-				sum = fileSum([]byte(strings.ReplaceAll(text, "\r\n", "\n")))
+				if name == "ex_test.go" { // the workshop's own
+					sum = fileSum([]byte(strings.ReplaceAll(text, "\r\n", "\n")))
+				}
 			}
 			if tt.edited {
 				sum = fileSum([]byte(test("TestAnswer", "\tt.Error(\"not yet\")\n")))
@@ -80,7 +99,7 @@ func TestCheckCodingCannotBeFooled(t *testing.T) {
 			require.False(t, r.Passed(), "a PASS for %s", tt.name)
 			missing := strings.Join(r.Missing, "\n")
 			assert.Contains(t, missing, tt.want)
-			if tt.files != nil && !tt.edited { // go test ran
+			if tt.files != nil && !tt.edited && len(tt.files) == 1 { // go test ran
 				assert.Contains(t, missing, "(the whole output: WORKSHOP_EXERCISE=1 go test -run '^TestAnswer$' -v ./examples/workshop/ex/)")
 			}
 		})
