@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -56,7 +57,7 @@ func newRunCommand() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Dir, "dir", "", "run directory, new or empty, kept when the lab stops (default: a temporary one, removed when the lab stops)")
+	f.StringVar(&o.Dir, "dir", "", "run directory, new or empty (made 0700: it holds the cluster's keys), kept when the lab stops (default: a temporary one, removed when the lab stops)")
 	f.StringVar(&o.Components, "components", ".bin/node", "the lab's components (make node-components)")
 	f.StringVar(&o.Minikube, "minikube", ".bin/minikube", "minikube, built from its module (make minikube)")
 	f.BoolVar(&o.serve, "serve", false, "after the command, keep the lab until Ctrl-C")
@@ -251,32 +252,17 @@ func newBaseImageCommand() *cobra.Command {
 	return cmd
 }
 
-// rootfsMarker is the file lab rootfs writes last into a root file system it made
-// (images/rootfs.go, rootfsDone).
-const rootfsMarker = ".kubelet-walkthrough-rootfs"
-
 // checkRootfsDir checks --rootfs before anything is made: lab rootfs removes the directory and
 // makes it again unless it holds today's root file system, so it takes only a directory that is
-// new, empty, one it made (its marker) or one a debootstrap of its left half made.
+// new, empty, or carries its marker (images.CheckRootfsDir).
 func checkRootfsDir(dir string) error {
 	if dir == "" {
 		return errors.New(`--rootfs "": name a directory`)
 	}
-	entries, err := os.ReadDir(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil
-	case err != nil:
+	if err := images.CheckRootfsDir(dir); err != nil {
 		return fmt.Errorf("--rootfs %s: %w", dir, err)
-	case len(entries) == 0:
-		return nil
 	}
-	for _, mine := range []string{rootfsMarker, "debootstrap"} {
-		if _, err := os.Lstat(filepath.Join(dir, mine)); err == nil {
-			return nil
-		}
-	}
-	return fmt.Errorf("--rootfs %s: a directory that lab rootfs did not make, and it would remove it to make one: name a new directory", dir)
+	return nil
 }
 
 // checkArchive checks an archive a flag names: base-image writes it again when its inputs change,
@@ -313,11 +299,26 @@ func checkLink(path string) error {
 	return nil
 }
 
-// checkVersions checks the images' version flags: each names a tag.
+// imageTag is Docker's grammar of a tag (distribution/reference): the versions become tags,
+// and the Kubernetes version also a directory of minikube's cache.
+var imageTag = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+
+// kubernetesVersion is how Kubernetes tags its images and minikube names its cache's
+// directories: v, then semver (v1.37.2, v1.38.0-rc.1).
+var kubernetesVersion = regexp.MustCompile(`^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$`)
+
+// checkVersions checks the images' version flags: each names a tag, the Kubernetes version as
+// Kubernetes writes one.
 func checkVersions(cmd *cobra.Command) error {
 	for _, flag := range []string{"kubernetes-version", "etcd-version", "coredns-version", "pause-version", "storage-provisioner-version"} {
-		if v, _ := cmd.Flags().GetString(flag); v == "" || strings.ContainsAny(v, "/: ") {
+		v, _ := cmd.Flags().GetString(flag)
+		switch {
+		case v == "":
 			return fmt.Errorf("--%s %q: name the image's tag", flag, v)
+		case !imageTag.MatchString(v):
+			return fmt.Errorf("--%s %q: not an image tag (letters, digits, _ . -, up to 128, not starting with . or -)", flag, v)
+		case flag == "kubernetes-version" && !kubernetesVersion.MatchString(v):
+			return fmt.Errorf("--%s %q: want a Kubernetes version as its images are tagged: v, then MAJOR.MINOR.PATCH (v1.37.2)", flag, v)
 		}
 	}
 	return nil

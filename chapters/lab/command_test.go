@@ -1,8 +1,10 @@
 package lab
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -23,9 +25,15 @@ func TestOutputChecks(t *testing.T) {
 	require.NoError(t, os.Mkdir(empty, 0o755))
 	made := filepath.Join(dir, "rootfs")
 	require.NoError(t, os.MkdirAll(filepath.Join(made, "usr"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(made, rootfsMarker), []byte("an older recipe\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(made, ".kubelet-walkthrough-rootfs"), []byte("an older recipe\n"), 0o644))
 	halfMade := filepath.Join(dir, "half")
 	require.NoError(t, os.MkdirAll(filepath.Join(halfMade, "debootstrap"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(halfMade, ".kubelet-walkthrough-rootfs-in-progress"), nil, 0o644))
+	// A system directory such as /usr/sbin holds an entry named debootstrap too: lab rootfs, as
+	// root, removed such a directory.
+	sbin := filepath.Join(dir, "sbin")
+	require.NoError(t, os.MkdirAll(sbin, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(sbin, "debootstrap"), []byte("#!/bin/sh\n"), 0o755))
 	archive := filepath.Join(dir, "kicbase.tar")
 	require.NoError(t, os.WriteFile(archive, []byte("tar"), 0o644))
 	require.NoError(t, os.WriteFile(archive+".inputs", []byte("digest"), 0o644))
@@ -41,7 +49,8 @@ func TestOutputChecks(t *testing.T) {
 		{"rootfs: empty", func() error { return checkRootfsDir(empty) }, ""},
 		{"rootfs: one it made", func() error { return checkRootfsDir(made) }, ""},
 		{"rootfs: a debootstrap that stopped", func() error { return checkRootfsDir(halfMade) }, ""},
-		{"rootfs: the reader's directory", func() error { return checkRootfsDir(full) }, "--rootfs " + full + ": a directory that lab rootfs did not make, and it would remove it to make one: name a new directory"},
+		{"rootfs: a debootstrap entry, no marker", func() error { return checkRootfsDir(sbin) }, "--rootfs " + sbin + ": a directory that lab rootfs did not make"},
+		{"rootfs: the reader's directory", func() error { return checkRootfsDir(full) }, "--rootfs " + full + ": a directory that lab rootfs did not make, and it would remove it to make one: name a new directory (lab rootfs marks its own with .kubelet-walkthrough-rootfs-in-progress, then .kubelet-walkthrough-rootfs)"},
 		{"rootfs: a file", func() error { return checkRootfsDir(file) }, "--rootfs " + file + ": "},
 		{"rootfs: empty name", func() error { return checkRootfsDir("") }, `--rootfs "": name a directory`},
 		{"archive: new", func() error { return checkArchive("--out", filepath.Join(dir, "new.tar")) }, ""},
@@ -71,14 +80,69 @@ func TestOutputChecks(t *testing.T) {
 		})
 	}
 	assert.DirExists(t, filepath.Join(full, "photos"))
+	assert.FileExists(t, filepath.Join(sbin, "debootstrap"))
 	data, err := os.ReadFile(file)
 	require.NoError(t, err)
 	assert.Equal(t, "mine\n", string(data))
 }
 
-// rootfsMarker is the marker images writes: the same name.
-func TestRootfsMarker(t *testing.T) {
-	src, err := os.ReadFile(filepath.Join("images", "rootfs.go"))
-	require.NoError(t, err)
-	assert.Contains(t, string(src), `const rootfsDone = "`+rootfsMarker+`"`)
+// The images' version flags are checked as Docker checks a tag (and the Kubernetes version as
+// Kubernetes writes one): "--kubernetes-version .." made minikube's cache directory
+// cache/linux/amd64/.., and kubeadm, kubelet and kubectl were linked into cache/linux.
+func TestCheckVersions(t *testing.T) {
+	good := map[string]string{
+		"kubernetes-version": "v1.37.2", "etcd-version": "3.7.0-0", "coredns-version": "v1.14.6",
+		"pause-version": "3.10.2", "storage-provisioner-version": "v5",
+	}
+	tests := []struct {
+		flag, value, wantErr string
+	}{
+		{"", "", ""},
+		{"kubernetes-version", "v1.38.0-rc.1", ""},
+		{"kubernetes-version", "", `--kubernetes-version "": name the image's tag`},
+		{"kubernetes-version", "..", `--kubernetes-version "..": not an image tag`},
+		{"kubernetes-version", "../../x", `--kubernetes-version "../../x": not an image tag`},
+		{"kubernetes-version", "1.37.2", `--kubernetes-version "1.37.2": want a Kubernetes version as its images are tagged`},
+		{"kubernetes-version", "v1.37", `--kubernetes-version "v1.37": want a Kubernetes version`},
+		{"kubernetes-version", "latest", `--kubernetes-version "latest": want a Kubernetes version`},
+		{"etcd-version", "..", `--etcd-version "..": not an image tag`},
+		{"etcd-version", "-0", `--etcd-version "-0": not an image tag`},
+		{"coredns-version", "v1.14.6:x", `--coredns-version "v1.14.6:x": not an image tag`},
+		{"pause-version", strings.Repeat("3", 129), `--pause-version "` + strings.Repeat("3", 129) + `": not an image tag`},
+		{"pause-version", strings.Repeat("3", 128), ""},
+		{"storage-provisioner-version", "v5 ", `--storage-provisioner-version "v5 ": not an image tag`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.flag+"="+tt.value, func(t *testing.T) {
+			cmd := newImagesCommand()
+			for flag, value := range good {
+				require.NoError(t, cmd.Flags().Set(flag, value))
+			}
+			if tt.flag != "" {
+				require.NoError(t, cmd.Flags().Set(tt.flag, tt.value))
+			}
+			err := checkVersions(cmd)
+			if tt.wantErr == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.ErrorContains(t, err, tt.wantErr)
+		})
+	}
+}
+
+// A run directory the reader names holds the lab's kubeconfig and minikube's home with the
+// cluster's keys: it is 0700, made new or an empty one of the reader's.
+func TestRunDirPrivate(t *testing.T) {
+	dir := t.TempDir()
+	made := filepath.Join(dir, "new", "lab")
+	require.NoError(t, makeRunDir(made))
+	empty := filepath.Join(dir, "empty")
+	require.NoError(t, os.Mkdir(empty, 0o755))
+	require.NoError(t, makeRunDir(empty))
+	for _, d := range []string{made, empty} {
+		info, err := os.Stat(d)
+		require.NoError(t, err)
+		assert.Equal(t, fs.FileMode(0o700), info.Mode().Perm(), d)
+	}
 }

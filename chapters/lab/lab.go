@@ -107,7 +107,7 @@ func Start(ctx context.Context, opts Options) (l *Lab, err error) {
 			return nil, err
 		}
 		l.temp = true
-	} else if err := os.MkdirAll(l.Dir, 0o755); err != nil {
+	} else if err := makeRunDir(l.Dir); err != nil {
 		return nil, err
 	}
 	if l.Dir, err = filepath.Abs(l.Dir); err != nil {
@@ -147,6 +147,16 @@ func Start(ctx context.Context, opts Options) (l *Lab, err error) {
 	}
 	fmt.Fprintf(opts.Log, "Base image %s loaded in %s.\n", BaseImageRef, time.Since(start).Round(100*time.Millisecond))
 	return l, nil
+}
+
+// makeRunDir makes the run directory a reader named (--dir): 0700, as a temporary one is, since
+// it holds the lab's kubeconfig and minikube's home with the cluster's keys. An empty directory
+// of the reader's (the only kind checkRunDir takes) is made 0700 too.
+func makeRunDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	return os.Chmod(dir, 0o700)
 }
 
 // prepareHome makes the directories of the lab's environment: minikube's home (its cache is

@@ -164,7 +164,7 @@ func baseConfig() *v1.ConfigFile {
 func rootfsLayer(dir string) (v1.Layer, error) {
 	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		cmd := exec.Command("tar", "--create", "--file=-", "--numeric-owner", "--xattrs", "--xattrs-include=security.capability",
-			"--sort=name", "--mtime=@0", "--exclude=./dev/*", "--exclude=./proc/*", "--exclude=./sys/*", "--exclude=./"+rootfsDone, "-C", dir, ".")
+			"--sort=name", "--mtime=@0", "--exclude=./dev/*", "--exclude=./proc/*", "--exclude=./sys/*", "--exclude=./"+rootfsDone, "--exclude=./"+rootfsMaking, "-C", dir, ".")
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			return nil, err

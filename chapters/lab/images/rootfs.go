@@ -3,8 +3,10 @@ package images
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,6 +59,37 @@ var rootfsChanges = []string{
 // rootfsDone marks a complete root file system; it holds what it was made with.
 const rootfsDone = ".kubelet-walkthrough-rootfs"
 
+// rootfsMaking marks a root file system being made: MakeRootfs writes it into the directory
+// before debootstrap runs there, and removes it after rootfsDone is written. A directory with
+// either marker is one MakeRootfs made; only such a directory (or a new or empty one) is
+// removed to make a root file system again.
+const rootfsMaking = ".kubelet-walkthrough-rootfs-in-progress"
+
+// CheckRootfsDir says whether MakeRootfs may remove dir to make a root file system there: a
+// new or empty directory, or one holding MakeRootfs's own marker (finished, or in progress
+// when a debootstrap stopped). Any other directory is refused — one that merely holds an entry
+// named debootstrap too (/usr/sbin does): it is not the lab's to remove.
+func CheckRootfsDir(dir string) error {
+	if dir == "" {
+		return errors.New("name a directory")
+	}
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case len(entries) == 0:
+		return nil
+	}
+	for _, mark := range []string{rootfsDone, rootfsMaking} {
+		if info, err := os.Lstat(filepath.Join(dir, mark)); err == nil && info.Mode().IsRegular() {
+			return nil
+		}
+	}
+	return errors.New("a directory that lab rootfs did not make, and it would remove it to make one: name a new directory (lab rootfs marks its own with " + rootfsMaking + ", then " + rootfsDone + ")")
+}
+
 func rootfsRecipe() string {
 	return Suite + "\n" + strings.Join(rootfsPackages, ",") + "\n" + strings.Join(rootfsChanges, "\n") + "\n"
 }
@@ -67,6 +100,15 @@ func RootfsReady(dir string) bool {
 	return err == nil && string(data) == rootfsRecipe()
 }
 
+// What MakeRootfs runs, and how it tells it may (tests replace them).
+var (
+	lookPath = exec.LookPath
+	realRoot = dockerd.RealRoot
+	runTool  = func(ctx context.Context, name string, args ...string) ([]byte, error) {
+		return exec.CommandContext(ctx, name, args...).CombinedOutput()
+	}
+)
+
 // MakeRootfs makes the base image's root file system in dir with debootstrap, unless dir holds
 // one made with the same recipe. mirror is the Debian mirror ("": the machine's own, see
 // DebianMirror). It needs root and Debian's debootstrap.
@@ -74,16 +116,27 @@ func MakeRootfs(ctx context.Context, dir, mirror string, log io.Writer) error {
 	if RootfsReady(dir) {
 		return nil
 	}
-	if _, err := exec.LookPath("debootstrap"); err != nil {
+	if err := CheckRootfsDir(dir); err != nil {
+		return fmt.Errorf("the root file system's directory %s: %w", dir, err)
+	}
+	if _, err := lookPath("debootstrap"); err != nil {
 		return fmt.Errorf("the base image's root file system is made with debootstrap (apt-get install debootstrap): %w", err)
 	}
-	if !dockerd.RealRoot() {
+	if !realRoot() {
 		return fmt.Errorf("debootstrap needs root (the machine's: uid 0 in a user namespace is not)")
 	}
 	if mirror == "" {
 		mirror = DebianMirror(os.ReadFile, filepath.Glob)
 	}
 	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	// The marker goes in first, so that a debootstrap that stops leaves a directory lab rootfs
+	// knows as its own.
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, rootfsMaking), []byte(rootfsRecipe()), 0o644); err != nil {
 		return err
 	}
 	start := time.Now()
@@ -93,16 +146,19 @@ func MakeRootfs(ctx context.Context, dir, mirror string, log io.Writer) error {
 		from, args = mirror, append(args, mirror)
 	}
 	fmt.Fprintf(log, "Making the base image's root file system in %s (debootstrap %s from %s, a minute or two) …\n", dir, Suite, from)
-	out, err := exec.CommandContext(ctx, "debootstrap", args...).CombinedOutput()
+	out, err := runTool(ctx, "debootstrap", args...)
 	if err != nil {
 		return fmt.Errorf("debootstrap: %w\n%s", err, lastLines(string(out), 20))
 	}
 	for _, change := range rootfsChanges {
-		if out, err := exec.CommandContext(ctx, "chroot", dir, "/bin/sh", "-c", change).CombinedOutput(); err != nil {
+		if out, err := runTool(ctx, "chroot", dir, "/bin/sh", "-c", change); err != nil {
 			return fmt.Errorf("in the root file system, %s: %w: %s", change, err, out)
 		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, rootfsDone), []byte(rootfsRecipe()), 0o644); err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(dir, rootfsMaking)); err != nil {
 		return err
 	}
 	fmt.Fprintf(log, "Root file system made in %s.\n", time.Since(start).Round(time.Second))

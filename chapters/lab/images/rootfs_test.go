@@ -3,6 +3,9 @@ package images
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -224,4 +227,117 @@ func TestMakeRootfsLeavesAReadyRootfs(t *testing.T) {
 	assert.Empty(t, log.String())
 	assert.FileExists(t, filepath.Join(dir, "kept"))
 	assert.True(t, RootfsReady(dir))
+}
+
+// CheckRootfsDir takes a directory MakeRootfs may remove: new, empty, or carrying one of its
+// markers. An entry named debootstrap is no mark of the lab's (/usr/sbin has one): lab rootfs,
+// as root, removed any directory that held one.
+func TestCheckRootfsDir(t *testing.T) {
+	dir := t.TempDir()
+	mkdir := func(name string, files ...string) string {
+		d := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		for _, f := range files {
+			require.NoError(t, os.WriteFile(filepath.Join(d, f), []byte("x\n"), 0o644))
+		}
+		return d
+	}
+	sbin := mkdir("sbin", "debootstrap", "chroot")
+	debootstrapDir := mkdir("half-old", "etc")
+	require.NoError(t, os.MkdirAll(filepath.Join(debootstrapDir, "debootstrap"), 0o755))
+	markerLink := mkdir("link")
+	require.NoError(t, os.Symlink(filepath.Join(sbin, "debootstrap"), filepath.Join(markerLink, rootfsMaking)))
+	file := filepath.Join(dir, "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	tests := []struct {
+		name string
+		dir  string
+		ok   bool
+	}{
+		{"new", filepath.Join(dir, "new"), true},
+		{"empty", mkdir("empty"), true},
+		{"made", mkdir("made", rootfsDone, "etc"), true},
+		{"being made", mkdir("half", rootfsMaking, "debootstrap"), true},
+		{"an entry named debootstrap, no marker", sbin, false},
+		{"a debootstrap directory, no marker", debootstrapDir, false},
+		{"the marker a link, not a file", markerLink, false},
+		{"the reader's directory", mkdir("photos", "a.jpg"), false},
+		{"a file", file, false},
+		{"no name", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckRootfsDir(tt.dir)
+			if tt.ok {
+				assert.NoError(t, err)
+			} else {
+				assert.Error(t, err)
+			}
+		})
+	}
+	assert.FileExists(t, filepath.Join(sbin, "debootstrap"))
+}
+
+// MakeRootfs itself refuses a directory not its own before it removes anything, also where
+// debootstrap is installed and this is root.
+func TestMakeRootfsRemovesOnlyItsOwn(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "debootstrap"), []byte("#!/bin/sh\n"), 0o755))
+	fakeRootfsTools(t, func(string) error { return errors.New("debootstrap ran") })
+	var log bytes.Buffer
+	err := MakeRootfs(context.Background(), dir, "", &log)
+	require.ErrorContains(t, err, "a directory that lab rootfs did not make")
+	assert.FileExists(t, filepath.Join(dir, "debootstrap"))
+	assert.Empty(t, log.String())
+}
+
+// fakeRootfsTools lets MakeRootfs run here without root or debootstrap: debootstrap is the
+// function given, chroot does nothing.
+func fakeRootfsTools(t *testing.T, debootstrap func(target string) error) {
+	t.Helper()
+	lp, rr, rt := lookPath, realRoot, runTool
+	t.Cleanup(func() { lookPath, realRoot, runTool = lp, rr, rt })
+	lookPath = func(string) (string, error) { return "/usr/sbin/debootstrap", nil }
+	realRoot = func() bool { return true }
+	runTool = func(_ context.Context, name string, args ...string) ([]byte, error) {
+		switch name {
+		case "debootstrap":
+			return nil, debootstrap(args[slices.Index(args, Suite)+1])
+		case "chroot":
+			return nil, nil
+		}
+		return nil, fmt.Errorf("unexpected %s", name)
+	}
+}
+
+// The in-progress marker goes into the directory before debootstrap runs, so that a
+// debootstrap that stops leaves a directory lab rootfs takes again (and nothing else does);
+// the finished root file system carries only its done marker.
+func TestRootfsMarkerBeforeDebootstrap(t *testing.T) {
+	t.Run("debootstrap stops", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "rootfs")
+		fakeRootfsTools(t, func(target string) error {
+			assert.Equal(t, dir, target)
+			assert.FileExists(t, filepath.Join(target, rootfsMaking), "the marker is there before debootstrap runs")
+			require.NoError(t, os.MkdirAll(filepath.Join(target, "debootstrap"), 0o755))
+			return errors.New("E: Couldn't download packages")
+		})
+		require.ErrorContains(t, MakeRootfs(context.Background(), dir, "http://deb.debian.org/debian", io.Discard), "debootstrap: E: Couldn't download packages")
+		assert.NoError(t, CheckRootfsDir(dir), "a debootstrap that stopped leaves a directory lab rootfs takes again")
+		assert.False(t, RootfsReady(dir))
+	})
+	t.Run("done", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "rootfs")
+		fakeRootfsTools(t, func(target string) error {
+			assert.FileExists(t, filepath.Join(target, rootfsMaking), "the marker is there before debootstrap runs")
+			return os.MkdirAll(filepath.Join(target, "usr"), 0o755)
+		})
+		require.NoError(t, MakeRootfs(context.Background(), dir, "http://deb.debian.org/debian", io.Discard))
+		assert.True(t, RootfsReady(dir))
+		assert.NoFileExists(t, filepath.Join(dir, rootfsMaking))
+		assert.NoError(t, CheckRootfsDir(dir))
+	})
+	kicbase, err := os.ReadFile("kicbase.go")
+	require.NoError(t, err)
+	assert.Contains(t, string(kicbase), `"--exclude=./"+rootfsMaking`, "the base image leaves the marker out")
 }
