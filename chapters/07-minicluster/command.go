@@ -366,7 +366,8 @@ func interrupted(ctx context.Context, err error) error {
 // checkKubeconfig checks, before anything starts, that the cluster's entries can be merged into
 // the kubeconfig at path: a new file in a directory that exists, or a kubeconfig that names no
 // cluster, context or user as the cluster's do (merged in, they would replace the reader's, and
-// taking them out on exit would lose them).
+// taking them out on exit would lose them), and that no other user can read (the cluster's admin
+// key goes into it).
 func checkKubeconfig(path string) error {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -379,11 +380,27 @@ func checkKubeconfig(path string) error {
 	if err != nil {
 		return fmt.Errorf("--kubeconfig %s: %w", path, err)
 	}
+	if err := privateKubeconfig(path); err != nil {
+		return err
+	}
 	ours := clientcmdapi.NewConfig()
 	ours.Clusters[contextName] = nil
 	ours.Contexts[contextName] = nil
 	ours.AuthInfos[contextName+"-admin"] = nil
 	return conflicts(path, existing, ours)
+}
+
+// privateKubeconfig refuses a kubeconfig that other users can read: the cluster's admin key
+// goes into it, and would be theirs too for as long as the cluster runs.
+func privateKubeconfig(path string) error {
+	info, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("--kubeconfig %s: %w", path, err)
+	}
+	if perm := info.Mode().Perm(); perm&0o044 != 0 {
+		return fmt.Errorf("--kubeconfig %s is readable by other users (mode %04o); the cluster's admin key would be too: chmod 600 %s", path, perm, path)
+	}
+	return nil
 }
 
 // loadKubeconfig reads a kubeconfig: an empty file, or one of kind Config. clientcmd.Load takes
@@ -444,12 +461,29 @@ func mergeKubeconfig(generated, path string) (unmerge func() error, err error) {
 	if err := conflicts(path, merged, ours); err != nil {
 		return nil, err
 	}
+	// The admin key goes in: a new file is the reader's alone (made here, never one another user
+	// made meanwhile), an existing one must be already.
+	if created {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
+		}
+		if err := f.Close(); err != nil {
+			_ = os.Remove(path)
+			return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
+		}
+	} else if err := privateKubeconfig(path); err != nil {
+		return nil, err
+	}
 	before := merged.DeepCopy()
 	maps.Copy(merged.Clusters, ours.Clusters)
 	maps.Copy(merged.AuthInfos, ours.AuthInfos)
 	maps.Copy(merged.Contexts, ours.Contexts)
 	merged.CurrentContext = ours.CurrentContext
 	if err := clientcmd.WriteToFile(*merged, path); err != nil {
+		if created {
+			_ = os.Remove(path)
+		}
 		return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
 	}
 	takeOut := func() error {

@@ -23,6 +23,12 @@ func TestValidate(t *testing.T) {
 	require.NoError(t, clientcmd.WriteToFile(*kubeconfigWith("walkthrough", "https://192.0.2.9:6443"), withOurs))
 	other := filepath.Join(dir, "other")
 	require.NoError(t, clientcmd.WriteToFile(*kubeconfigWith("minikube", "https://192.168.49.2:8443"), other))
+	readable := filepath.Join(dir, "readable")
+	require.NoError(t, clientcmd.WriteToFile(*kubeconfigWith("minikube", "https://192.168.49.2:8443"), readable))
+	require.NoError(t, os.Chmod(readable, 0o644))
+	groupReadable := filepath.Join(dir, "group-readable")
+	require.NoError(t, clientcmd.WriteToFile(*kubeconfigWith("minikube", "https://192.168.49.2:8443"), groupReadable))
+	require.NoError(t, os.Chmod(groupReadable, 0o640))
 
 	tests := []struct {
 		name    string
@@ -50,6 +56,9 @@ func TestValidate(t *testing.T) {
 		{"a file that is no kubeconfig", func(o *clusterOptions) { o.kubeconfig = notKubeconfig }, "--kubeconfig " + notKubeconfig + ": not a kubeconfig (no kind: Config), so nothing is merged into it"},
 		{"a YAML file that is no kubeconfig", func(o *clusterOptions) { o.kubeconfig = existing }, "--kubeconfig " + existing + ": not a kubeconfig (no kind: Config), so nothing is merged into it"},
 		{"a kubeconfig with our names", func(o *clusterOptions) { o.kubeconfig = withOurs }, "--kubeconfig " + withOurs + `: it has a cluster "walkthrough" already (another mini-cluster's?)`},
+		{"a kubeconfig other users can read", func(o *clusterOptions) { o.kubeconfig = readable },
+			"--kubeconfig " + readable + " is readable by other users (mode 0644); the cluster's admin key would be too: chmod 600 " + readable},
+		{"a kubeconfig the group can read", func(o *clusterOptions) { o.kubeconfig = groupReadable }, "--kubeconfig " + groupReadable + " is readable by other users (mode 0640)"},
 		{"a log that exists", func(o *clusterOptions) { o.kubeletLog = existing }, "--log " + existing + ": the file exists; name a new one (it is never overwritten)"},
 	}
 	for _, tt := range tests {
@@ -137,11 +146,13 @@ func TestMergeKubeconfig(t *testing.T) {
 		assert.NotContains(t, after.Contexts, contextName)
 		assert.NotContains(t, after.Clusters, contextName)
 	})
-	t.Run("a new file, removed on exit", func(t *testing.T) {
+	t.Run("a new file, the reader's alone, removed on exit", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "config")
 		unmerge, err := mergeKubeconfig(ours, path)
 		require.NoError(t, err)
-		assert.FileExists(t, path)
+		info, err := os.Stat(path)
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "the admin key is in it")
 		require.NoError(t, unmerge())
 		assert.NoFileExists(t, path)
 	})
@@ -155,6 +166,29 @@ func TestMergeKubeconfig(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, string(original), string(data))
 	})
+}
+
+// A kubeconfig other users can read is refused, at the flag's check and again at the merge:
+// the cluster's admin key would be theirs too while it runs.
+func TestKubeconfigOthersCanReadIsRefused(t *testing.T) {
+	ours := generated(t)
+	path := filepath.Join(t.TempDir(), "config")
+	original := mustWrite(t, kubeconfigWith("minikube", "https://192.168.49.2:8443"))
+	require.NoError(t, os.WriteFile(path, original, 0o600))
+	require.NoError(t, os.Chmod(path, 0o644))
+	want := "--kubeconfig " + path + " is readable by other users (mode 0644); the cluster's admin key would be too: chmod 600 " + path
+	assert.EqualError(t, checkKubeconfig(path), want)
+	_, err := mergeKubeconfig(ours, path)
+	assert.EqualError(t, err, want)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, string(original), string(data), "nothing merged")
+
+	require.NoError(t, os.Chmod(path, 0o600))
+	require.NoError(t, checkKubeconfig(path))
+	unmerge, err := mergeKubeconfig(ours, path)
+	require.NoError(t, err)
+	require.NoError(t, unmerge())
 }
 
 func mustWrite(t *testing.T, cfg *clientcmdapi.Config) []byte {
