@@ -184,8 +184,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	// its own serving certificate — and ours is given with --tls-cert-file.
 	storage := storagebackend.NewDefaultConfig("/registry", nil)
 	storage.Transport.ServerList = []string{etcdURL}
-	c.apiserver, err = kubeapiservertesting.StartTestServer(c.tb,
-		&kubeapiservertesting.TestServerInstanceOptions{DisableInvariantChecks: true},
+	err = c.startAPIServer(storage,
 		[]string{
 			"--authorization-mode=Node,RBAC",
 			"--client-ca-file=" + c.CAFile,
@@ -196,7 +195,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 			"--enable-admission-plugins=NodeRestriction",
 			"--disable-admission-plugins=ServiceAccount", // no service account controller runs here
 			"--endpoint-reconciler-type=none",
-		}, storage)
+		})
 	if err != nil {
 		return nil, fmt.Errorf("start kube-apiserver: %w", err)
 	}
@@ -233,6 +232,23 @@ func (c *Cluster) makeDir() error {
 	}
 	c.Dir, c.removeDir = dir, true
 	c.unregister = kubeletlog.AtExit(func() { _ = os.RemoveAll(dir) })
+	return nil
+}
+
+// startAPIServer starts the apiserver's test server. Its temporary directory
+// ($TMPDIR/kubernetes-kube-apiserver*, its serving certificate's) goes only in its TearDownFn,
+// which Stop runs: it is removed too should a kubelet end the process.
+func (c *Cluster) startAPIServer(storage *storagebackend.Config, flags []string) error {
+	server, err := kubeapiservertesting.StartTestServer(c.tb,
+		&kubeapiservertesting.TestServerInstanceOptions{DisableInvariantChecks: true}, flags, storage)
+	if err != nil {
+		return err
+	}
+	c.apiserver = server
+	if dir := server.TmpDir; dir != "" {
+		// Unregistered in Stop, after TearDownFn: the programTB's cleanups run then.
+		c.tb.Cleanup(kubeletlog.AtExit(func() { _ = os.RemoveAll(dir) }))
+	}
 	return nil
 }
 
