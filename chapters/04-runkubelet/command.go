@@ -87,6 +87,9 @@ func (o *runOptions) complete() error {
 func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	ctx, stop := program.SignalContext(ctx)
 	defer stop()
+	// Last of all, after Stop: the stopped kubelet's pod workers go on syncing until the process
+	// exits, and each sync can make its pod's directories under the root directory again.
+	defer realkubelet.RemoveRootDirs()
 	logger := klog.FromContext(ctx)
 
 	// The kubelet logs a lot through klog. Unless asked otherwise, its lines go to a file so

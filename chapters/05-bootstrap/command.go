@@ -70,6 +70,9 @@ func (o *bootstrapOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	}
 	ctx, stop := program.SignalContext(ctx)
 	defer stop()
+	// Last of all, after Stop: the stopped kubelet's pod workers go on syncing until the process
+	// exits, and each sync can make its pod's directories under the root directory again.
+	defer realkubelet.RemoveRootDirs()
 	path, err := program.Directory("--static-pod-path", o.staticPodPath)
 	if err != nil {
 		return err

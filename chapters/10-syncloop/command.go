@@ -105,17 +105,47 @@ func (o *syncLoopOptions) validate() error {
 		if err := program.Absent("--trace", o.traceFile); err != nil {
 			return err
 		}
-		if filepath.Clean(o.traceFile) == filepath.Clean(o.kubeletLog) {
+		if o.kubeletLog != "" && o.kubeletLog != "-" && sameFile(o.traceFile, o.kubeletLog) {
 			return fmt.Errorf("--trace %s: --kubelet-log names the same file", o.traceFile)
 		}
 	}
 	return nil
 }
 
+// sameFile tells whether two paths of files that do not exist yet would name the same file:
+// the same name in the same directory, however each path reaches it (relative or absolute, a
+// symbolic link to the directory, /proc/self/cwd). Comparing the strings would miss `--trace x
+// --kubelet-log $PWD/x`, which then fails only when the trace is made.
+func sameFile(a, b string) bool {
+	if filepath.Base(a) != filepath.Base(b) {
+		return false
+	}
+	absA, errA := filepath.Abs(a)
+	absB, errB := filepath.Abs(b)
+	if errA == nil && errB == nil && absA == absB {
+		return true
+	}
+	dirA, errA := os.Stat(filepath.Dir(a))
+	dirB, errB := os.Stat(filepath.Dir(b))
+	return errA == nil && errB == nil && os.SameFile(dirA, dirB)
+}
+
 func (o *syncLoopOptions) run(ctx context.Context) (err error) {
 	if err := o.validate(); err != nil {
 		return err
 	}
+	// Ctrl-C, a kill or a closed terminal cuts the run short the way an error does: every
+	// deferred removal below still runs (Go's default would end the process at once, leaving the
+	// kubelet's root directory, the manifests, the temporary log and an empty trace file).
+	ctx, stop := program.SignalContext(ctx)
+	defer stop()
+	// Last of all: a stopped kubelet's pod workers may have made its root directory again.
+	defer realkubelet.RemoveRootDirs()
+	defer func() {
+		if err != nil && ctx.Err() != nil {
+			err = fmt.Errorf("interrupted (%v): no journey recorded; removed what the run made", context.Cause(ctx))
+		}
+	}()
 	// The trace's file is made first, so that the run cannot fail at its end for want of it; on
 	// the error path it goes again, the reader's directory as it was.
 	var trace *os.File

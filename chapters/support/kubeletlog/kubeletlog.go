@@ -11,8 +11,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"regexp"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -67,11 +71,14 @@ func ToFile(path string) (string, func(), error) {
 	var f *os.File
 	var err error
 	temporary := path == ""
+	// Every handle on the log appends (O_APPEND): ForProgram points standard error at it too
+	// (TakeOverStderr), and two handles with their own write positions would each write over
+	// what the other wrote — klog's next line over etcd's, gRPC's or the Go runtime's.
 	if temporary {
-		f, err = os.CreateTemp("", "kubelet-walkthrough-*.log")
+		f, err = createTemp()
 	} else {
 		// A file the reader names is theirs: never overwritten, also not by a second run.
-		f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
 		if errors.Is(err, fs.ErrExist) {
 			return "", nil, fmt.Errorf("kubelet log %s: the file exists; name a new one (it is never overwritten): %w", path, err)
 		}
@@ -93,6 +100,19 @@ func ToFile(path string) (string, func(), error) {
 		}
 		unregister()
 	}, nil
+}
+
+// createTemp is os.CreateTemp("", "kubelet-walkthrough-*.log") opened for appending: a new
+// file, 0600, in os.TempDir.
+func createTemp() (*os.File, error) {
+	for range 100 {
+		name := filepath.Join(os.TempDir(), "kubelet-walkthrough-"+strconv.FormatUint(uint64(rand.Uint32()), 10)+".log")
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+		if !errors.Is(err, fs.ErrExist) {
+			return f, err
+		}
+	}
+	return nil, fmt.Errorf("a temporary file in %s: %w", os.TempDir(), fs.ErrExist)
 }
 
 // klogHeader is "I1130 13:27:11.948563   29998 " — severity, date, time, thread id.
@@ -128,6 +148,14 @@ func ForProgram(cmd *cobra.Command, path string) (string, func(), error) {
 		return "", nil, err
 	}
 	cmd.SetErr(terminal)
+	// A panic or a fatal error of the runtime goes to standard error — the log now — and to the
+	// terminal too, where the reader sees why the program ended.
+	if terminal != os.Stderr {
+		if err := debug.SetCrashOutput(terminal, debug.CrashOptions{}); err != nil {
+			closeLog()
+			return "", nil, fmt.Errorf("crash output: %w", err)
+		}
+	}
 	exiting.Lock()
 	exiting.terminal = terminal
 	exiting.Unlock()

@@ -69,7 +69,15 @@ func TestForProgram(t *testing.T) {
 				return err
 			}
 			defer closeLog()
+			// klog and standard error take turns: each line stays (both handles append).
+			klog.InfoS("before etcd's line")
+			klog.Flush()
 			fmt.Fprintln(os.Stderr, `{"level":"warn","logger":"etcd-client","msg":"retrying of unary invoker failed"}`)
+			klog.InfoS("after etcd's line")
+			klog.Flush()
+			if os.Getenv("KUBELETLOG_CRASH") != "" {
+				panic("the kubelet fell over")
+			}
 			fmt.Fprintln(cmd.OutOrStdout(), "Stopped.")
 			return errors.New("bad input")
 		}}
@@ -92,8 +100,27 @@ func TestForProgram(t *testing.T) {
 	assert.Equal(t, "error: bad input\n", terminal, "only the command's error reaches the terminal")
 	data, err := os.ReadFile(log)
 	require.NoError(t, err)
-	assert.Contains(t, string(data), "retrying of unary invoker failed")
+	assert.Regexp(t, `(?s)"before etcd's line"\n\{"level":"warn","logger":"etcd-client","msg":"retrying of unary invoker failed"\}\n.*"after etcd's line"\n`, string(data),
+		"klog's lines and standard error's, in turn, none written over")
 	assert.Contains(t, string(data), "a late line from a goroutine")
+}
+
+// A panic after ForProgram reaches the terminal, not only the log that standard error now is:
+// the reader sees why the program ended.
+func TestForProgramCrashReachesTheTerminal(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "components.log")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestForProgram$")
+	cmd.Env = append(os.Environ(), "KUBELETLOG_PROGRAM="+log, "KUBELETLOG_CRASH=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	assert.Equal(t, 2, exit.ExitCode(), "a panic's exit code")
+	assert.Contains(t, stderr.String(), "panic: the kubelet fell over", "the terminal")
+	data, err := os.ReadFile(log)
+	require.NoError(t, err)
+	assert.Contains(t, string(data), "panic: the kubelet fell over", "the log")
 }
 
 // LastWords — the moment before the kubelet's os.Exit(1) — runs what AtExit registered, the
