@@ -153,6 +153,9 @@ func (o *syncLoopOptions) run(ctx context.Context) (err error) {
 		if trace, err = program.NewFile("--trace", o.traceFile); err != nil {
 			return err
 		}
+		// The kubelet can end this process itself (its os.Exit after a failed listen, which skips
+		// every deferred call): the file goes then too, with what kubeletlog.AtExit holds.
+		unregister := kubeletlog.AtExit(func() { _ = os.Remove(o.traceFile) })
 		defer func() {
 			if closeErr := trace.Close(); err == nil && closeErr != nil {
 				err = fmt.Errorf("--trace %s: %w", o.traceFile, closeErr)
@@ -160,6 +163,7 @@ func (o *syncLoopOptions) run(ctx context.Context) (err error) {
 			if err != nil {
 				_ = os.Remove(o.traceFile)
 			}
+			unregister()
 		}()
 	}
 	_, closeLog, err := kubeletlog.ToFile(o.kubeletLog)

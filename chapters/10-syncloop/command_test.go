@@ -93,7 +93,7 @@ func TestFailedRunSaysWhy(t *testing.T) {
 	require.ErrorAs(t, err, &exit, "%s", out)
 	assert.Equal(t, 1, exit.ExitCode())
 	assert.Regexp(t, `(?m)^error: \S`, string(out))
-	assert.NoFileExists(t, trace, "the trace file made for the run is removed on the error path")
+	assert.NoFileExists(t, trace, "the trace file made for the run is removed on the error path; the run said:\n%s", out)
 }
 
 // Ctrl-C, a kill and a closed terminal, mid-run with the kubelet serving, end the run as an error
