@@ -52,6 +52,28 @@ check: ## Check a workshop exercise against your current cluster: make check EX=
 	@$(GO) build -o $(BIN)/check ./examples/workshop/check
 	@$(BIN)/check $(EX) $(ARGS)
 
+##@ Debug (chapter 11: Delve, pinned in chapters/support/delve)
+
+# An editor attaches to DEBUG_ADDR (.vscode/launch.json and .run/ name it). The chapters' own
+# packages are built without optimizations (-N -l), so every line and variable of theirs is
+# there; Kubernetes' are built as go build builds them, so that no second full build is needed.
+# DEBUG_BUILD_FLAGS= (empty) builds everything without optimizations, as dlv does by default.
+DEBUG_ADDR        ?= 127.0.0.1:2345
+DEBUG_BUILD_FLAGS ?= -gcflags=all= '-gcflags=github.com/kubelet-walkthrough/kubelet-walkthrough/...=-N -l'
+
+.PHONY: dlv
+dlv: ## Build .bin/dlv: Delve, from its pinned module chapters/support/delve.
+	@cd chapters/support/delve && $(GO) build -o $(CURDIR)/$(BIN)/dlv github.com/go-delve/delve/cmd/dlv
+
+.PHONY: debug-chain
+debug-chain: dlv ## Stop the real kubelet at every step of its startup chain in Delve (chapter 11).
+	@$(GO) run ./chapters/11-debugger --dlv $(BIN)/dlv $(ARGS)
+
+debug-%: dlv ## Serve one chapter in a headless Delve on DEBUG_ADDR for an editor to attach: make debug-04-runkubelet ARGS=--once.
+	@test -d chapters/$* || { echo "no chapter $* (have: $(CHAPTERS))"; exit 1; }
+	@echo "Delve builds chapters/$* and waits on $(DEBUG_ADDR): attach your editor (\"Attach to make debug\") or run $(BIN)/dlv connect $(DEBUG_ADDR)."
+	@$(BIN)/dlv debug ./chapters/$* --headless --api-version=2 --accept-multiclient --listen=$(DEBUG_ADDR) --build-flags="$(DEBUG_BUILD_FLAGS)" -- $(ARGS)
+
 ##@ Test
 
 # make test's stages, in order; .ci/stages prints how long each took.

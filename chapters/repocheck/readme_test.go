@@ -49,9 +49,14 @@ func TestMain(m *testing.M) {
 		}
 	}
 	if _, inside := netns.Inside(); !inside {
-		if out, err := exec.Command("go", "mod", "download").CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "go mod download: %v\n%s", err, out)
-			os.Exit(1)
+		// The repository's module, and Delve's (chapter 11 builds Delve from it).
+		for _, dir := range []string{"..", "support/delve"} {
+			download := exec.Command("go", "mod", "download")
+			download.Dir = dir
+			if out, err := download.CombinedOutput(); err != nil {
+				fmt.Fprintf(os.Stderr, "go mod download in %s: %v\n%s", dir, err, out)
+				os.Exit(1)
+			}
 		}
 	}
 	if ran, code, err := netns.RunInside(); ran {
