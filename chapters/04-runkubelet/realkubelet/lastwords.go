@@ -2,7 +2,10 @@ package realkubelet
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
 	"sync"
+	"syscall"
 
 	"k8s.io/klog/v2"
 
@@ -16,7 +19,11 @@ import (
 // removes, next to the kubelet's root directory and its serving key. So the logger Start hands
 // the kubelet recognises those lines, and before the kubelet ends the process, removes every
 // kubelet's root directory, runs what kubeletlog.AtExit registered (the temporary log, the
-// mini-cluster's directory) and prints the kubelet's reason on the terminal.
+// mini-cluster's directory), prints the kubelet's reason on the terminal and ends the process
+// itself (endRemoving): the kubelet's other goroutines run until the process ends, and some make
+// a root directory again — the pod-resources and pods-API listeners, started beside the one that
+// failed, make their socket directories in it (cri-client's CreateListener, os.MkdirAll), Run
+// makes its own (setupDataDirs).
 
 // exitMessages are the messages of the errors the kubelet logs right before os.Exit(1);
 // TestExitMessages holds them to the pinned source.
@@ -55,6 +62,25 @@ func lastWords(msg string, err error) {
 		reason += ": " + err.Error()
 	}
 	kubeletlog.LastWords(fmt.Sprintf("error: the kubelet ended this program: %s", reason))
+	endRemoving(made.dirs)
+}
+
+// endRemoving ends the process with the kubelet's exit status, 1, by replacing it with a shell
+// that removes dirs once more: execve ends every other thread of the process before the shell
+// runs, so no goroutine of the kubelet's can make a directory after the shell removed it, as it
+// can between any removal here and the kubelet's os.Exit(1). It returns only if it cannot do
+// that (no sh or rm on this machine), and then the kubelet's os.Exit(1) follows.
+func endRemoving(dirs []string) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		return
+	}
+	rm, err := exec.LookPath("rm")
+	if err != nil {
+		return
+	}
+	args := append([]string{"sh", "-c", `rm=$1; shift; "$rm" -rf -- "$@"; exit 1`, "sh", rm}, dirs...)
+	_ = syscall.Exec(sh, args, os.Environ())
 }
 
 // watchExit returns logger with one addition: an error in exitMessages calls onExit, after the

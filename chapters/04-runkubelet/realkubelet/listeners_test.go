@@ -164,29 +164,47 @@ func TestChoosePort(t *testing.T) {
 // When the kubelet ends the process anyway — here a read-only port taken between Start's check
 // and the kubelet's listen — the program says why in the kubelet's words on the terminal and
 // leaves nothing behind: no root directory, no temporary log, nothing registered with AtExit.
+// The kubelet's other goroutines go on until the process ends: its pod-resources and pods-API
+// listeners start beside the read-only one and make their directories in the root directory
+// (cri-client's CreateListener, os.MkdirAll), Run makes its own (setupDataDirs). The second case
+// has a goroutine do that without pause, so that each moment before the process ends is covered.
 func TestKubeletExitSaysWhyAndLeavesNothing(t *testing.T) {
 	if port := os.Getenv("REALKUBELET_EXIT_PORT"); port != "" {
-		exitChild(port)
+		exitChild(port, os.Getenv("REALKUBELET_EXIT_REMAKE") != "")
 		return
 	}
-	tmp := ownTmpdir(t)
-	port := busyPort(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestKubeletExitSaysWhyAndLeavesNothing$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "REALKUBELET_EXIT_PORT="+strconv.Itoa(port))
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var exit *exec.ExitError
-	require.True(t, errors.As(err, &exit), "%v\nstdout: %s\nstderr: %s", err, &stdout, &stderr)
-	assert.Equal(t, 1, exit.ExitCode(), "stderr: %s", &stderr)
-	assert.Equal(t, "error: the kubelet ended this program: Failed to listen and serve: listen tcp 127.0.0.1:"+strconv.Itoa(port)+": bind: address already in use\n", stderr.String())
-	assertEmpty(t, tmp)
+	for _, tt := range []struct {
+		name   string
+		remake bool
+	}{
+		{name: "the kubelet alone"},
+		{name: "a goroutine making the kubelet's directories until the end", remake: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tmp := ownTmpdir(t)
+			port := busyPort(t)
+			cmd := exec.Command(os.Args[0], "-test.run=^TestKubeletExitSaysWhyAndLeavesNothing$", "-test.count=1")
+			cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "REALKUBELET_EXIT_PORT="+strconv.Itoa(port))
+			if tt.remake {
+				cmd.Env = append(cmd.Env, "REALKUBELET_EXIT_REMAKE=1")
+			}
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			var exit *exec.ExitError
+			require.True(t, errors.As(err, &exit), "%v\nstdout: %s\nstderr: %s", err, &stdout, &stderr)
+			assert.Equal(t, 1, exit.ExitCode(), "stderr: %s", &stderr)
+			assert.Equal(t, "error: the kubelet ended this program: Failed to listen and serve: listen tcp 127.0.0.1:"+strconv.Itoa(port)+": bind: address already in use\n", stderr.String())
+			assertEmpty(t, tmp)
+		})
+	}
 }
 
 // exitChild starts a kubelet whose read-only port (set by Configure, after Start's check) is
 // port, with logging set up as a chapter's, klog in a temporary log and a file registered with
-// AtExit, and waits for the kubelet to end the process.
-func exitChild(port string) {
+// AtExit, and waits for the kubelet to end the process. With remake, a goroutine makes the
+// kubelet's pod-resources directory again and again from before the kubelet starts.
+func exitChild(port string, remake bool) {
 	logs.InitLogs() // as a chapter's program.Run does: contextual logging off
 	_, closeLog, err := kubeletlog.ToFile("")
 	if err != nil {
@@ -200,8 +218,15 @@ func exitChild(port string) {
 	_ = f.Close()
 	kubeletlog.AtExit(func() { _ = os.Remove(f.Name()) })
 	n, _ := strconv.Atoi(port)
-	_, err = Start(context.Background(), Options{Configure: func(_ *options.KubeletFlags, c *kubeletconfig.KubeletConfiguration) {
+	_, err = Start(context.Background(), Options{Configure: func(flags *options.KubeletFlags, c *kubeletconfig.KubeletConfiguration) {
 		c.ReadOnlyPort = int32(n)
+		if remake {
+			go func() {
+				for {
+					_ = os.MkdirAll(filepath.Join(flags.RootDirectory, "pod-resources"), 0o750)
+				}
+			}()
+		}
 	}})
 	time.Sleep(time.Minute) // the kubelet's os.Exit(1) comes first
 	panic("the kubelet did not end the process; Start said: " + errString(err))
