@@ -472,11 +472,27 @@ func TestServingCertificateFromTheClusterCA(t *testing.T) {
 	require.NotNil(t, approve, "%s", r)
 
 	f.kubectl(t, strings.Fields(approve[1])...)
+	// What the kubelet does then, each step waited for: the signer (kube-controller-manager's)
+	// issues the certificate into the CSR's status; the kubelet's certificate manager, watching
+	// its CSR, stores it and serves it from the next handshake on; and the kubelet, restarted
+	// moments ago, lists its pods once its sync loop has taken in the static pods — it answers
+	// /pods before that (its sync loop waits for the runtime's first status check and the PLEG's
+	// first relist), with an empty table, which a loaded machine makes last long enough to meet.
+	const state = `go-template={{range .status.conditions}}{{.type}} {{end}}{{if .status.certificate}}certificate issued{{else}}no certificate{{end}}`
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		got := f.kubectlResult(t, "get", "csr", csr, "-o", state)
+		if assert.Zero(c, got.code, "kubectl get csr %s: %s", csr, got) {
+			assert.Equal(c, "Approved certificate issued", got.stdout, "the CSR's conditions and certificate")
+		}
+	}, time.Minute, time.Second, "%s approved, and its certificate issued by the kubelet-serving signer", csr)
 	require.Eventually(t, func() bool {
 		r = f.client(t, "--node", nodeName, "--via=kubelet")
 		return r.code == 0
-	}, time.Minute, time.Second, "%s", &r) // &r: the last answer
-	assert.Contains(t, r.stdout, "kube-apiserver-minikube")
+	}, time.Minute, time.Second, "the kubelet serves the certificate issued for %s, trusted by the cluster CA for %s; the last answer:\n%s", csr, nodeIP, &r)
+	require.Eventually(t, func() bool {
+		r = f.client(t, "--node", nodeName, "--via=kubelet")
+		return r.code == 0 && strings.Contains(r.stdout, "kube-apiserver-minikube")
+	}, time.Minute, time.Second, "the restarted kubelet lists its static pods over the certificate; the last answer:\n%s", &r)
 
 	r = f.client(t, "doctor", "--node", nodeName)
 	assert.Equal(t, 0, r.code, "%s", r)
