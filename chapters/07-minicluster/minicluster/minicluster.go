@@ -42,6 +42,7 @@ import (
 	"k8s.io/klog/v2"
 	kubeapiservertesting "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
 	"k8s.io/kubernetes/cmd/kubelet/app/options"
+	"k8s.io/kubernetes/pkg/kubelet"
 	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/realkubelet"
@@ -71,6 +72,9 @@ type Options struct {
 	KubeconfigServer string
 	// FileCheckFrequency is the kubelets' static pod re-list period; default 20s.
 	FileCheckFrequency time.Duration
+	// Dependencies, when set, may change each kubelet's dependencies last, before it starts
+	// (realkubelet.Options.Dependencies): chapter 12 wraps the CRI runtime service this way.
+	Dependencies func(node string, deps *kubelet.Dependencies)
 }
 
 // Node is one node of the cluster: a real kubelet with its own name and port.
@@ -354,6 +358,11 @@ func (c *Cluster) startNode(ctx context.Context, name string, issue issueFunc) (
 			// A denial is cached 30 s by default; a workshop that grants RBAC and tries again
 			// should not wait that long.
 			config.Authorization.Webhook.CacheUnauthorizedTTL.Duration = time.Second
+		},
+		Dependencies: func(deps *kubelet.Dependencies) {
+			if c.opts.Dependencies != nil {
+				c.opts.Dependencies(name, deps)
+			}
 		},
 	})
 	if err != nil {
