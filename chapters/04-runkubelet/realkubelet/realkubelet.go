@@ -143,15 +143,7 @@ func Start(parent context.Context, opts Options) (_ *Kubelet, err error) {
 	}()
 	ctx := parent
 	logger := klog.FromContext(ctx)
-	if opts.NodeName == "" {
-		opts.NodeName = DefaultNodeName
-	}
-	if opts.Address == "" {
-		opts.Address = "127.0.0.1"
-	}
-	if opts.FileCheckFrequency == 0 {
-		opts.FileCheckFrequency = 20 * time.Second
-	}
+	opts = opts.withDefaults()
 	readOnlyPort, err := choosePort(opts.Address, "read-only port", opts.ReadOnlyPort)
 	if err != nil {
 		return nil, err
@@ -182,7 +174,71 @@ func Start(parent context.Context, opts Options) (_ *Kubelet, err error) {
 			k.Stop()
 		}
 	}()
+	if err := configure(opts, flags, config, securePort); err != nil {
+		return nil, err
+	}
+	deps, err := k.dependencies(ctx, opts, flags, config)
+	if err != nil {
+		return nil, err
+	}
 
+	// The kubelet binary turns contextual logging on, as the ContextualLogging feature gate is by
+	// default (cmd/kubelet/app/server.go#L249-L251 (logsapi.ValidateAndApplyAsField)), after
+	// logs.InitLogs turned it off; component-base's cli.Run, which runs the chapters, only turns
+	// it off. Without it the kubelet would log through klog's global logger, not the one below.
+	klog.EnableContextualLogging(true)
+	ctx = klog.NewContext(ctx, watchExit(logger, lastWords))
+	startMu.Lock()
+	defer startMu.Unlock()
+	unregisterKubeletCollectors()
+	logger.V(1).Info("Starting the real kubelet", "node", opts.NodeName, "rootDir", flags.RootDirectory,
+		"readOnlyPort", readOnlyPort, "securePort", securePort, "staticPodPath", opts.StaticPodPath)
+	// run() registers the configuration for GET /configz before RunKubelet (initConfigz);
+	// RunKubelet does not, so this does it. The registry is process-wide: the last kubelet
+	// started is the one /configz shows.
+	if err := registerConfigz(config); err != nil {
+		return nil, err
+	}
+	if err := app.RunKubelet(ctx, &options.KubeletServer{KubeletFlags: *flags, KubeletConfiguration: *config}, deps); err != nil {
+		return nil, fmt.Errorf("app.RunKubelet: %w", err)
+	}
+
+	if readOnlyPort > 0 {
+		k.ReadOnlyURL = "http://" + net.JoinHostPort(opts.Address, strconv.Itoa(readOnlyPort))
+	}
+	if securePort > 0 {
+		k.SecureURL = "https://" + net.JoinHostPort(opts.Address, strconv.Itoa(securePort))
+	}
+	if err := waitMetricsRegistered(ctx, flags.RootDirectory); err != nil {
+		return nil, err
+	}
+	for port, useTLS := range map[int]bool{readOnlyPort: false, securePort: true} {
+		if port > 0 {
+			if err := waitListening(ctx, net.JoinHostPort(opts.Address, strconv.Itoa(port)), useTLS); err != nil {
+				return nil, err
+			}
+		}
+	}
+	started = true
+	return k, nil
+}
+
+// withDefaults fills in what the zero Options leave to the defaults.
+func (opts Options) withDefaults() Options {
+	if opts.NodeName == "" {
+		opts.NodeName = DefaultNodeName
+	}
+	if opts.Address == "" {
+		opts.Address = "127.0.0.1"
+	}
+	if opts.FileCheckFrequency == 0 {
+		opts.FileCheckFrequency = 20 * time.Second
+	}
+	return opts
+}
+
+// configure changes kubemark's configuration into the one Options ask for.
+func configure(opts Options, flags *options.KubeletFlags, config *kubeletconfig.KubeletConfiguration, securePort int) error {
 	flags.CertDirectory = filepath.Join(flags.RootDirectory, "pki")
 	// RunKubelet sets this process's open-file limit to maxOpenFiles, soft and hard; kubemark's
 	// 1024 would cap every other server in the process. Keep the limit the process has.
@@ -209,10 +265,13 @@ func Start(parent context.Context, opts Options) (_ *Kubelet, err error) {
 	if opts.Configure != nil {
 		opts.Configure(flags, config)
 	}
-	if err := checkSecureServer(config); err != nil {
-		return nil, err
-	}
+	return checkSecureServer(config)
 
+}
+
+// dependencies are kubemark's, with a fake CRI runtime behind a real gRPC socket and what
+// kubemark leaves out: the serving certificate and authentication/authorization.
+func (k *Kubelet) dependencies(ctx context.Context, opts Options, flags *options.KubeletFlags, config *kubeletconfig.KubeletConfiguration) (*kubelet.Dependencies, error) {
 	// A fake CRI runtime behind a real gRPC socket, as cmd/kubemark/app/hollow_node.go starts it.
 	endpoint := "unix://" + filepath.Join(flags.RootDirectory, "cri.sock")
 	k.runtime = fakeremote.NewFakeRemoteRuntime()
@@ -259,46 +318,7 @@ func Start(parent context.Context, opts Options) (_ *Kubelet, err error) {
 	if opts.Dependencies != nil {
 		opts.Dependencies(deps)
 	}
-
-	// The kubelet binary turns contextual logging on, as the ContextualLogging feature gate is by
-	// default (cmd/kubelet/app/server.go#L249-L251 (logsapi.ValidateAndApplyAsField)), after
-	// logs.InitLogs turned it off; component-base's cli.Run, which runs the chapters, only turns
-	// it off. Without it the kubelet would log through klog's global logger, not the one below.
-	klog.EnableContextualLogging(true)
-	ctx = klog.NewContext(ctx, watchExit(logger, lastWords))
-	startMu.Lock()
-	defer startMu.Unlock()
-	unregisterKubeletCollectors()
-	logger.V(1).Info("Starting the real kubelet", "node", opts.NodeName, "rootDir", flags.RootDirectory,
-		"readOnlyPort", readOnlyPort, "securePort", securePort, "staticPodPath", opts.StaticPodPath)
-	// run() registers the configuration for GET /configz before RunKubelet (initConfigz);
-	// RunKubelet does not, so this does it. The registry is process-wide: the last kubelet
-	// started is the one /configz shows.
-	if err := registerConfigz(config); err != nil {
-		return nil, err
-	}
-	if err := app.RunKubelet(ctx, &options.KubeletServer{KubeletFlags: *flags, KubeletConfiguration: *config}, deps); err != nil {
-		return nil, fmt.Errorf("app.RunKubelet: %w", err)
-	}
-
-	if readOnlyPort > 0 {
-		k.ReadOnlyURL = "http://" + net.JoinHostPort(opts.Address, strconv.Itoa(readOnlyPort))
-	}
-	if securePort > 0 {
-		k.SecureURL = "https://" + net.JoinHostPort(opts.Address, strconv.Itoa(securePort))
-	}
-	if err := waitMetricsRegistered(ctx, flags.RootDirectory); err != nil {
-		return nil, err
-	}
-	for port, useTLS := range map[int]bool{readOnlyPort: false, securePort: true} {
-		if port > 0 {
-			if err := waitListening(ctx, net.JoinHostPort(opts.Address, strconv.Itoa(port)), useTLS); err != nil {
-				return nil, err
-			}
-		}
-	}
-	started = true
-	return k, nil
+	return deps, nil
 }
 
 // ErrInterrupted is Start's error when its context ended (Ctrl-C) before the kubelet served.

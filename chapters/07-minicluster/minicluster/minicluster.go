@@ -137,73 +137,15 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		c.Kubeconfig = filepath.Join(c.Dir, "kubeconfig")
 	}
 
-	// One certificate authority signs everything: the apiserver's serving certificate, the
-	// clients' certificates (admin, nodes, the apiserver's own kubelet client) and the kubelets'
-	// serving certificates.
-	pkiDir := filepath.Join(c.Dir, "pki")
-	if err := os.MkdirAll(pkiDir, 0o700); err != nil {
-		return nil, err
-	}
-	if c.CA, err = pki.NewCA("walkthrough-ca"); err != nil {
-		return nil, err
-	}
-	if c.CAFile, err = c.CA.WriteCA(pkiDir, "ca"); err != nil {
-		return nil, err
-	}
-	issue := func(name string, r pki.Request) (string, string, pki.Pair, error) {
-		pair, err := c.CA.Issue(r)
-		if err != nil {
-			return "", "", pair, err
-		}
-		cert, key, err := pair.Write(pkiDir, name)
-		return cert, key, pair, err
-	}
-	apiserverCert, apiserverKey, _, err := issue("apiserver", pki.Request{
-		CommonName: "kube-apiserver", Server: true,
-		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
-		IPs:      []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.0.0.1")},
-	})
+	certs, err := c.issueCertificates()
 	if err != nil {
 		return nil, err
 	}
-	// kubeadm's name for the apiserver's client certificate towards kubelets.
-	kubeletClientCert, kubeletClientKey, _, err := issue("apiserver-kubelet-client", pki.Request{CommonName: "kube-apiserver-kubelet-client", Client: true})
-	if err != nil {
-		return nil, err
-	}
-	_, _, admin, err := issue("admin", pki.Request{CommonName: "walkthrough-admin", Organizations: []string{"system:masters"}, Client: true})
-	if err != nil {
-		return nil, err
-	}
-
 	start := time.Now()
-	var etcdURL string
-	if c.etcd, etcdURL, err = startEtcd(c.Dir); err != nil {
+	if err := c.startControlPlane(ctx, certs); err != nil {
 		return nil, err
 	}
-	logger.V(1).Info("etcd ready", "elapsed", time.Since(start))
-
-	// EnableCertAuth stays off: it would point the peer proxy's CA (UnknownVersionInteroperabilityProxy,
-	// on by default) at TmpDir/apiserver.crt, a file that exists only when the test server makes
-	// its own serving certificate — and ours is given with --tls-cert-file.
-	storage := storagebackend.NewDefaultConfig("/registry", nil)
-	storage.Transport.ServerList = []string{etcdURL}
-	err = c.startAPIServer(storage,
-		[]string{
-			"--authorization-mode=Node,RBAC",
-			"--client-ca-file=" + c.CAFile,
-			"--tls-cert-file=" + apiserverCert, "--tls-private-key-file=" + apiserverKey,
-			"--kubelet-client-certificate=" + kubeletClientCert, "--kubelet-client-key=" + kubeletClientKey,
-			"--kubelet-certificate-authority=" + c.CAFile,
-			"--kubelet-preferred-address-types=InternalIP",
-			"--enable-admission-plugins=NodeRestriction",
-			"--disable-admission-plugins=ServiceAccount", // no service account controller runs here
-			"--endpoint-reconciler-type=none",
-		})
-	if err != nil {
-		return nil, fmt.Errorf("start kube-apiserver: %w", err)
-	}
-	logger.V(1).Info("kube-apiserver ready", "url", c.apiserver.ClientConfig.Host, "elapsed", time.Since(start))
+	admin := certs.admin
 
 	c.Admin = &rest.Config{Host: c.apiserver.ClientConfig.Host, TLSClientConfig: rest.TLSClientConfig{
 		CAData: c.CA.CertPEM, CertData: admin.CertPEM, KeyData: admin.KeyPEM}}
@@ -217,7 +159,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 	for _, name := range opts.NodeNames {
-		node, err := c.startNode(ctx, name, issue)
+		node, err := c.startNode(ctx, name, certs.issue)
 		if err != nil {
 			return nil, fmt.Errorf("node %s: %w", name, err)
 		}
@@ -225,6 +167,93 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}
 	logger.V(1).Info("Kubelets started", "nodes", len(c.Nodes), "elapsed", time.Since(start))
 	return c, nil
+}
+
+// certificates are the files and pairs the control plane and the kubelets are started with.
+type certificates struct {
+	issue                               issueFunc
+	apiserverCert, apiserverKey         string
+	kubeletClientCert, kubeletClientKey string
+	admin                               pki.Pair
+}
+
+// issueCertificates makes the cluster's certificate authority and the control plane's
+// certificates. One certificate authority signs everything: the apiserver's serving certificate,
+// the clients' certificates (admin, nodes, the apiserver's own kubelet client) and the kubelets'
+// serving certificates.
+func (c *Cluster) issueCertificates() (certs certificates, err error) {
+	pkiDir := filepath.Join(c.Dir, "pki")
+	if err := os.MkdirAll(pkiDir, 0o700); err != nil {
+		return certs, err
+	}
+	if c.CA, err = pki.NewCA("walkthrough-ca"); err != nil {
+		return certs, err
+	}
+	if c.CAFile, err = c.CA.WriteCA(pkiDir, "ca"); err != nil {
+		return certs, err
+	}
+	certs.issue = func(name string, r pki.Request) (string, string, pki.Pair, error) {
+		pair, err := c.CA.Issue(r)
+		if err != nil {
+			return "", "", pair, err
+		}
+		cert, key, err := pair.Write(pkiDir, name)
+		return cert, key, pair, err
+	}
+	certs.apiserverCert, certs.apiserverKey, _, err = certs.issue("apiserver", pki.Request{
+		CommonName: "kube-apiserver", Server: true,
+		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
+		IPs:      []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.0.0.1")},
+	})
+	if err != nil {
+		return certs, err
+	}
+	// kubeadm's name for the apiserver's client certificate towards kubelets.
+	certs.kubeletClientCert, certs.kubeletClientKey, _, err = certs.issue("apiserver-kubelet-client", pki.Request{CommonName: "kube-apiserver-kubelet-client", Client: true})
+	if err != nil {
+		return certs, err
+	}
+	_, _, certs.admin, err = certs.issue("admin", pki.Request{CommonName: "walkthrough-admin", Organizations: []string{"system:masters"}, Client: true})
+	if err != nil {
+		return certs, err
+	}
+
+	return certs, nil
+}
+
+// startControlPlane starts etcd, then kube-apiserver on it.
+func (c *Cluster) startControlPlane(ctx context.Context, certs certificates) error {
+	logger := klog.FromContext(ctx)
+	start := time.Now()
+	var etcdURL string
+	var err error
+	if c.etcd, etcdURL, err = startEtcd(c.Dir); err != nil {
+		return err
+	}
+	logger.V(1).Info("etcd ready", "elapsed", time.Since(start))
+
+	// EnableCertAuth stays off: it would point the peer proxy's CA (UnknownVersionInteroperabilityProxy,
+	// on by default) at TmpDir/apiserver.crt, a file that exists only when the test server makes
+	// its own serving certificate — and ours is given with --tls-cert-file.
+	storage := storagebackend.NewDefaultConfig("/registry", nil)
+	storage.Transport.ServerList = []string{etcdURL}
+	err = c.startAPIServer(storage,
+		[]string{
+			"--authorization-mode=Node,RBAC",
+			"--client-ca-file=" + c.CAFile,
+			"--tls-cert-file=" + certs.apiserverCert, "--tls-private-key-file=" + certs.apiserverKey,
+			"--kubelet-client-certificate=" + certs.kubeletClientCert, "--kubelet-client-key=" + certs.kubeletClientKey,
+			"--kubelet-certificate-authority=" + c.CAFile,
+			"--kubelet-preferred-address-types=InternalIP",
+			"--enable-admission-plugins=NodeRestriction",
+			"--disable-admission-plugins=ServiceAccount", // no service account controller runs here
+			"--endpoint-reconciler-type=none",
+		})
+	if err != nil {
+		return fmt.Errorf("start kube-apiserver: %w", err)
+	}
+	logger.V(1).Info("kube-apiserver ready", "url", c.apiserver.ClientConfig.Host, "elapsed", time.Since(start))
+	return nil
 }
 
 // makeDir makes the cluster's temporary directory, which Stop removes; its keys and etcd's data

@@ -156,10 +156,30 @@ func (b *builder) lastWake(g xtrace.GoID, from, to xtrace.Time) (Edge, bool) {
 func Build(rec *Recording, ev *Evidence) (*Journey, error) {
 	b := &builder{ev: ev}
 	uid, newUID := rec.UIDs[0], rec.UIDs[1]
-	isWorker := func(worker xtrace.GoID) func(xtrace.GoID) bool {
-		return func(g xtrace.GoID) bool { return g == worker }
+	if err := b.startPhase(); err != nil {
+		return nil, err
 	}
+	worker, err := b.addPhase(uid)
+	if err != nil {
+		return nil, err
+	}
+	newWorker, err := b.editPhase(rec, worker, uid, newUID)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.deletePhase(rec, newWorker, newUID); err != nil {
+		return nil, err
+	}
+	return &Journey{Recording: rec, Entries: b.entries}, nil
+}
 
+// isWorker matches one goroutine.
+func isWorker(worker xtrace.GoID) func(xtrace.GoID) bool {
+	return func(g xtrace.GoID) bool { return g == worker }
+}
+
+func (b *builder) startPhase() error {
+	ev := b.ev
 	// start: the first runtime status check outside NewMainKubelet, on the goroutine Run starts
 	// for updateRuntimeUp, and the goroutines that goroutine starts next, before any pod.
 	b.phase = PhaseStart
@@ -171,43 +191,53 @@ func Build(rec *Recording, ev *Evidence) (*Journey, error) {
 		}
 	}
 	if status.G == 0 {
-		return nil, fmt.Errorf("start: the trace has no runtime status check by the kubelet")
+		return fmt.Errorf("start: the trace has no runtime status check by the kubelet")
 	}
 	b.edges(ev.Chain(status.G, status.Time, status.Stack, func(g xtrace.GoID) bool { return ev.Ours[g] }))
 	b.hit(status)
 	b.created(status.G, status.Time, ev.Marks[PhaseAdd])
 
+	return nil
+}
+
+func (b *builder) addPhase(uid string) (xtrace.GoID, error) {
+	ev := b.ev
 	// add: from the inotify event to the pod worker's first CRI call, then PLEG's relist and
 	// the second SyncPod it causes, which reports the pod Running to the status manager.
 	b.phase = PhaseAdd
 	sandbox, err := b.find(ev.Marks[PhaseAdd], "RunPodSandbox", uid)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	worker := sandbox.G
 	b.edges(ev.Chain(worker, sandbox.Time, sandbox.Stack, nil))
 	first, err := b.find(ev.Marks[PhaseAdd], "syncPod", uid)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	firstEnd := b.calls(worker, first, uid)
 	second, err := b.find(firstEnd, "syncPod", uid)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	b.edges(ev.Chain(worker, second.Time, second.Stack, isWorker(worker)))
 	b.hit(second)
 	secondEnd, err := b.find(second.Time, "end syncPod", uid)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	b.woken(worker, second.Time, secondEnd.Time)
 
+	return worker, nil
+}
+
+func (b *builder) editPhase(rec *Recording, worker xtrace.GoID, uid, newUID string) (xtrace.GoID, error) {
+	ev := b.ev
 	// edit: the new UID makes the merge send REMOVE for the old pod and ADD for the new one.
 	b.phase = PhaseEdit
 	terminating, err := b.find(ev.Marks[PhaseEdit], "syncTerminatingPod", uid)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	b.edges(ev.Chain(worker, terminating.Time, terminating.Stack, nil))
 	terminatingEnd := b.calls(worker, terminating, uid)
@@ -220,12 +250,12 @@ func Build(rec *Recording, ev *Evidence) (*Journey, error) {
 		}
 	}
 	if newWorker == 0 {
-		return nil, fmt.Errorf("edit: the trace shows no pod worker created for the new version")
+		return 0, fmt.Errorf("edit: the trace shows no pod worker created for the new version")
 	}
 	b.edge(ev.In[newWorker][0])
 	terminated, err := b.find(terminating.Time, "syncTerminatedPod", uid)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	if e, ok := b.lastWake(worker, terminatingEnd, terminated.Time); ok {
 		b.edge(e)
@@ -237,24 +267,29 @@ func Build(rec *Recording, ev *Evidence) (*Journey, error) {
 	if rec.WaitedForRestart {
 		started, err := b.find(terminated.Time, "syncPod", newUID)
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
 		b.edges(ev.Chain(newWorker, started.Time, started.Stack, isWorker(worker)))
 		b.calls(newWorker, started, newUID)
 	}
 
+	return newWorker, nil
+}
+
+func (b *builder) deletePhase(rec *Recording, newWorker xtrace.GoID, newUID string) error {
+	ev := b.ev
 	// delete: REMOVE for the pod; a started pod is terminated, a waiting one just stops.
 	b.phase = PhaseDelete
 	if rec.WaitedForRestart {
 		terminating, err := b.find(ev.Marks[PhaseDelete], "syncTerminatingPod", newUID)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		b.edges(ev.Chain(newWorker, terminating.Time, terminating.Stack, nil))
 		end := b.calls(newWorker, terminating, newUID)
 		terminated, err := b.find(terminating.Time, "syncTerminatedPod", newUID)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if e, ok := b.lastWake(newWorker, end, terminated.Time); ok {
 			b.edge(e)
@@ -263,11 +298,11 @@ func Build(rec *Recording, ev *Evidence) (*Journey, error) {
 	} else {
 		end, ok := ev.Ended[newWorker]
 		if !ok {
-			return nil, fmt.Errorf("delete: the new version's pod worker did not return")
+			return fmt.Errorf("delete: the new version's pod worker did not return")
 		}
 		e, ok := b.lastWake(newWorker, ev.Marks[PhaseDelete], end)
 		if !ok {
-			return nil, fmt.Errorf("delete: nothing woke the new version's pod worker")
+			return fmt.Errorf("delete: nothing woke the new version's pod worker")
 		}
 		b.edges(ev.Chain(e.From, e.Time, e.Stack, nil))
 		b.edge(e)
@@ -275,7 +310,7 @@ func Build(rec *Recording, ev *Evidence) (*Journey, error) {
 	if _, ok := ev.Ended[newWorker]; ok {
 		b.add(Entry{Phase: b.phase, Actor: ev.Name(newWorker), Verb: "returns"})
 	}
-	return &Journey{Recording: rec, Entries: b.entries}, nil
+	return nil
 }
 
 // phaseTitles say what was done to the static pod directory.

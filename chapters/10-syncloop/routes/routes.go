@@ -157,6 +157,26 @@ func Build(ctx context.Context, nodeName string) (*Table, error) {
 	}
 
 	// Each route's checks, from the secure server's filter.
+	if err := addChecks(byPath, methods, &secure, rec, nodeName); err != nil {
+		return nil, err
+	}
+
+	t := &Table{}
+	for _, r := range byPath {
+		sort.Slice(r.Checks, func(i, j int) bool { return r.Checks[i].Method < r.Checks[j].Method })
+		t.Routes = append(t.Routes, *r)
+	}
+	sort.Slice(t.Routes, func(i, j int) bool { return t.Routes[i].Path < t.Routes[j].Path })
+
+	if t.Services, err = services(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// addChecks asks the secure server's filter, for each route and method, which authorization
+// attributes it checks.
+func addChecks(byPath map[string]*Route, methods map[string]map[string][]string, secure *server.Server, rec *recordingAuth, nodeName string) error {
 	for path, r := range byPath {
 		for _, m := range methods[path][Secure] {
 			method := m
@@ -168,12 +188,12 @@ func Build(ctx context.Context, nodeName string) (*Table, error) {
 				secure.ServeHTTP(httptest.NewRecorder(), req)
 			})
 			if len(asked) == 0 {
-				return nil, fmt.Errorf("the secure server's filter asked nothing for %s %s", method, r.Path)
+				return fmt.Errorf("the secure server's filter asked nothing for %s %s", method, r.Path)
 			}
 			c := Check{Method: method, Verb: asked[0].GetVerb()}
 			for _, a := range asked {
 				if a.GetResource() != "nodes" || a.GetName() != nodeName {
-					return nil, fmt.Errorf("%s %s: attributes for %s/%s, not nodes/%s", method, r.Path, a.GetResource(), a.GetName(), nodeName)
+					return fmt.Errorf("%s %s: attributes for %s/%s, not nodes/%s", method, r.Path, a.GetResource(), a.GetName(), nodeName)
 				}
 				c.Subresources = append(c.Subresources, a.GetSubresource())
 			}
@@ -181,14 +201,13 @@ func Build(ctx context.Context, nodeName string) (*Table, error) {
 		}
 	}
 
-	t := &Table{}
-	for _, r := range byPath {
-		sort.Slice(r.Checks, func(i, j int) bool { return r.Checks[i].Method < r.Checks[j].Method })
-		t.Routes = append(t.Routes, *r)
-	}
-	sort.Slice(t.Routes, func(i, j int) bool { return t.Routes[i].Path < t.Routes[j].Path })
+	return nil
+}
 
-	// The two sockets, at the paths the kubelet computes (kl.getPodResourcesDir, getPodsAPIDir).
+// services are the gRPC services of the kubelet's two sockets, at the paths the kubelet
+// computes (kl.getPodResourcesDir, getPodsAPIDir).
+func services() ([]Service, error) {
+	var out []Service
 	podResources, err := util.LocalEndpoint(kubeletdirs.DefaultKubeletPodResourcesDirName, podresources.Socket)
 	if err != nil {
 		return nil, err
@@ -212,9 +231,9 @@ func Build(ctx context.Context, nodeName string) (*Table, error) {
 		for _, m := range s.desc.Streams {
 			svc.Methods = append(svc.Methods, m.StreamName+" (stream)")
 		}
-		t.Services = append(t.Services, svc)
+		out = append(out, svc)
 	}
-	return t, nil
+	return out, nil
 }
 
 // defaultConfig is the kubelet's default configuration, as a config file with nothing in it
