@@ -15,11 +15,11 @@ import (
 	"context"
 	"os"
 
-	"k8s.io/component-base/cli"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/program"
 )
 
 func main() {
 	command := NewConfigCommand(context.Background())
-	code := cli.Run(command)
+	code := program.Run(command)
 	os.Exit(code)
 }
