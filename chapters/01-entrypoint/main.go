@@ -1,15 +1,9 @@
-// Chapter 01 is the kubelet's entry point: the three lines of cmd/kubelet/kubelet.go#L35-L39
-// (func main) and the cobra command they build, app.NewKubeletCommand
-// (cmd/kubelet/app/server.go#L142-L329 (func NewKubeletCommand)).
-//
-// The chapter builds the real command and takes it apart: its settings, its four flag sets, and
-// what component-base's cli.Run adds around it. It runs the real command only where that is
-// safe on a laptop — --help and --version, which return (or exit) before anything starts.
+// Chapter 01 — the entry point: main → app.NewKubeletCommand → cli.Run. How to run it and what it
+// prints: README.md; the kubelet source behind it: notes/01-entrypoint.md.
 //
 // Run it:
 //
 //	go run ./chapters/01-entrypoint
-//	go run ./chapters/01-entrypoint kubelet --help
 package main
 
 import (

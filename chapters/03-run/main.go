@@ -1,16 +1,9 @@
-// Chapter 03 walks app.Run and run, the function that turns a parsed configuration into a
-// running node agent (cmd/kubelet/app/server.go#L542-L556 (func Run),
-// cmd/kubelet/app/server.go#L656-L1012 (func run)).
-//
-// run takes about twenty steps, in a fixed order. This chapter lists each with its lines, and
-// executes the steps that are safe on a laptop with the real functions, against the same
-// configuration chapter 02 loads. The others — a container runtime, cAdvisor, cgroups, the OOM
-// score of this process — it explains, and names the chapter that gets past them.
+// Chapter 03 — app.Run → run: the steps between a configuration and a running kubelet. How to run
+// it and what it prints: README.md; the kubelet source behind it: notes/03-run.md.
 //
 // Run it:
 //
 //	go run ./chapters/03-run
-//	go run ./chapters/03-run -- --kubeconfig=/etc/kubernetes/kubelet.conf
 package main
 
 import (

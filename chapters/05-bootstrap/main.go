@@ -1,11 +1,5 @@
-// Chapter 05 is the kubelet.Bootstrap interface, the whole of what startKubelet needs from a
-// kubelet (pkg/kubelet/kubelet.go#L297-L306 (type Bootstrap interface)) — and a toy kubelet that
-// implements it, started beside the real one on the same static pods.
-//
-// startKubelet (cmd/kubelet/app/server.go#L1341-L1355 (func startKubelet)) takes a Bootstrap
-// and starts its sync loop and servers in goroutines. The toy is started the same way
-// (toykubelet.Start), the real one through app.RunKubelet (realkubelet.Start); the chapter asks
-// both for /pods and puts the answers side by side.
+// Chapter 05 — the kubelet.Bootstrap interface, and a toy kubelet beside the real one. How to run
+// it and what it prints: README.md; the kubelet source behind it: notes/05-bootstrap.md.
 //
 // Run it:
 //

@@ -1,12 +1,9 @@
-// Chapter 06 is static pods: how the kubelet turns a directory of manifests into pods, and how
-// its file source and PodConfig turn each change to that directory into pod updates
-// (pkg/kubelet/config/file.go#L62-L69 (func NewSourceFile), pkg/kubelet/config/config.go#L146-L179 (func (s *podStorage) Merge)).
+// Chapter 06 — static pods: a directory of manifests becomes pods, and edits become updates. How to
+// run it and what it prints: README.md; the kubelet source behind it: notes/06-static-pods.md.
 //
-// The toy's own source, package staticpods, does the same in fewer lines and is proved equal to
-// the real one by differential tests. This chapter runs it:
+// Run it:
 //
-//	go run ./chapters/06-static-pods load --manifests examples/static-pods
-//	go run ./chapters/06-static-pods watch --manifests examples/static-pods
+//	go run ./chapters/06-static-pods
 package main
 
 import (

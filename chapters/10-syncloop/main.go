@@ -1,9 +1,5 @@
-// Chapter 10 follows one static pod through the real kubelet's sync loop, and shows each step
-// from the live process: Go's execution tracer records the kubelet while the chapter adds a
-// manifest to the static pod directory, edits it and deletes it; the steps printed are read
-// back from that trace (package podjourney). Where the sync loop starts:
-// pkg/kubelet/kubelet.go#L2671-L2712 (func (kl *Kubelet) syncLoop); the select it waits in:
-// pkg/kubelet/kubelet.go#L2746-L2866 (func (kl *Kubelet) syncLoopIteration).
+// Chapter 10 — inside the sync loop, shown live. How to run it and what it prints: README.md; the
+// kubelet source behind it: notes/10-syncloop.md.
 //
 // Run it:
 //

@@ -1,6 +1,5 @@
-// Chapter 11 stops the real kubelet at every step of its startup chain in Delve, the Go
-// debugger: what it prints, how to run it and how to do it by hand is in README.md; what the
-// debugger shows about the kubelet is in notes/11-debugger.md.
+// Chapter 11 — the chain in Delve: the real kubelet stopped at every step. How to run it and what
+// it prints: README.md; the kubelet source behind it: notes/11-debugger.md.
 //
 // Run it:
 //

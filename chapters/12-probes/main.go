@@ -1,6 +1,5 @@
-// Chapter 12 runs one static pod with a startup, a readiness and a liveness probe on the real
-// kubelet and shows, from the kubelet's own /pods, what each probe's answers do: README.md runs
-// it, notes/12-probes.md explains it in the source.
+// Chapter 12 — probes: why a pod is, or is not, Ready. How to run it and what it prints: README.md;
+// the kubelet source behind it: notes/12-probes.md.
 //
 // Run it:
 //
