@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/repo"
 )
 
 func TestValidate(t *testing.T) {
@@ -48,8 +50,8 @@ func TestValidate(t *testing.T) {
 func TestDelvePinsAgree(t *testing.T) {
 	version := regexp.MustCompile(`(?m)^\s*(?:require\s+)?github\.com/go-delve/delve (v\S+)`)
 	var versions []string
-	for _, gomod := range []string{"../../go.mod", "../support/delve/go.mod"} {
-		data, err := os.ReadFile(gomod)
+	for _, gomod := range []string{"go.mod", "chapters/support/delve/go.mod"} {
+		data, err := os.ReadFile(repo.Path(gomod))
 		require.NoError(t, err)
 		m := version.FindSubmatch(data)
 		require.NotNil(t, m, "%s requires github.com/go-delve/delve", gomod)

@@ -25,11 +25,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/repo"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/tier"
 )
 
-// root is the repository's root, from this package's directory.
-const root = "../.."
+// root is the repository's root.
+var root = repo.Root()
 
 // launchConfig is a configuration of .vscode/launch.json, as VS Code's Go extension sends it to
 // Delve's DAP server (the fields the repository uses).

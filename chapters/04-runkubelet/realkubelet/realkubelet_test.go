@@ -19,10 +19,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/pki"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/repo"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/reviewserver"
 )
 
-const staticPods = "../../../examples/static-pods"
+var staticPods = repo.Path("examples", "static-pods")
 
 // start runs a kubelet for the test and stops it at cleanup.
 func start(t *testing.T, opts Options) *Kubelet {

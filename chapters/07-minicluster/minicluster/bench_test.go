@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/benchratio"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/repo"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/tier"
 )
 
@@ -31,7 +32,7 @@ func BenchmarkStart(b *testing.B) {
 			for b.Loop() {
 				ctx := context.Background()
 				start := time.Now()
-				c, err := Start(ctx, Options{NodeNames: names, NodeIP: nodeIP, StaticPodPath: "../../../examples/static-pods"})
+				c, err := Start(ctx, Options{NodeNames: names, NodeIP: nodeIP, StaticPodPath: repo.Path("examples", "static-pods")})
 				if err != nil {
 					b.Fatal(err)
 				}

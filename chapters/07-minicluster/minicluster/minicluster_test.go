@@ -27,6 +27,7 @@ import (
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/realkubelet"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/netns"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/repo"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/tier"
 )
 
@@ -89,7 +90,7 @@ func startShared() error {
 		return err
 	}
 	for _, name := range []string{"etcd.yaml", "web.yaml"} {
-		data, err := os.ReadFile(filepath.Join("../../../examples/static-pods", name))
+		data, err := os.ReadFile(repo.Path("examples", "static-pods", name))
 		if err == nil {
 			err = os.WriteFile(filepath.Join(staticDir, name), data, 0o644)
 		}

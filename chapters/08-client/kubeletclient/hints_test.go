@@ -22,10 +22,11 @@ import (
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/08-client/kubeletclient"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/fakecluster"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/repo"
 )
 
 // repoRoot is where the hints' paths ("examples/rbac/") start.
-const repoRoot = "../../.."
+var repoRoot = repo.Root()
 
 // rbac is what a set of applied files and kubectl commands grants: ClusterRoles and who they
 // are bound to. Only what the hints use is modelled: cluster-wide rules on the core group.

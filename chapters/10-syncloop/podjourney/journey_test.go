@@ -15,6 +15,7 @@ import (
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/realkubelet"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/journeynote"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/repo"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/tier"
 )
 
@@ -22,7 +23,7 @@ import (
 func TestMain(m *testing.M) { os.Exit(realkubelet.RunTests(m)) }
 
 // notePath is the note whose table of steps this package's live run must follow.
-const notePath = "../../../notes/10-syncloop.md"
+var notePath = repo.Path("notes", "10-syncloop.md")
 
 // TestJourneyFollowsTheNote runs the journey against the real kubelet and checks that every
 // step of the note's table happened, in the note's order, with the goroutine, the action and a

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/repo"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/routes.golden and notes/kubelet-routes.md (en, zh) from the real server")
@@ -20,8 +22,8 @@ var generated = []struct {
 	write func(*Table, *bytes.Buffer) error
 }{
 	{"testdata/routes.golden", func(t *Table, b *bytes.Buffer) error { return t.Text(b) }},
-	{"../../../notes/kubelet-routes.md", func(t *Table, b *bytes.Buffer) error { return t.Markdown(b, "en") }},
-	{"../../../notes/zh/kubelet-routes.md", func(t *Table, b *bytes.Buffer) error { return t.Markdown(b, "zh") }},
+	{repo.Path("notes", "kubelet-routes.md"), func(t *Table, b *bytes.Buffer) error { return t.Markdown(b, "en") }},
+	{repo.Path("notes", "zh", "kubelet-routes.md"), func(t *Table, b *bytes.Buffer) error { return t.Markdown(b, "zh") }},
 }
 
 // TestGenerated: the golden file and the notes are what the real server gives today.

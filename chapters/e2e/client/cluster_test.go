@@ -19,6 +19,7 @@ import (
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/07-minicluster/minicluster"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/08-client/kubeletclient"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/netns"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/repo"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/tier"
 )
 
@@ -37,7 +38,7 @@ func miniCluster(t *testing.T) *minicluster.Cluster {
 	ip, _ := netns.Inside()
 	clusterOnce.Do(func() {
 		cluster, clusterErr = minicluster.Start(context.Background(), minicluster.Options{
-			NodeNames: []string{"node-a", "node-b"}, NodeIP: ip, StaticPodPath: "../../../examples/static-pods"})
+			NodeNames: []string{"node-a", "node-b"}, NodeIP: ip, StaticPodPath: repo.Path("examples", "static-pods")})
 		if clusterErr == nil {
 			clusterStarted = true
 			clusterErr = cluster.WaitForNodesReady(context.Background())
@@ -59,7 +60,7 @@ func apply(t *testing.T, c *minicluster.Cluster, dir string) {
 // ServiceAccount get nodes/pods: a fresh binding takes a moment to reach it, and a kubelet asked
 // meanwhile would remember its denial for 30 s.
 func applyRBAC(t *testing.T, c *minicluster.Cluster) {
-	apply(t, c, "../../../examples/rbac")
+	apply(t, c, repo.Path("examples", "rbac"))
 	authorized(t, c, "kubelet-reader", "pods", true)
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/netns"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/pki"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/repo"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/reviewserver"
 )
 
@@ -63,7 +64,7 @@ func startStandalone(t testing.TB) *standalone {
 	reviewClient, err := s.reviews.Client()
 	require.NoError(t, err)
 	s.kubelet, err = realkubelet.Start(context.Background(), realkubelet.Options{
-		NodeName: "e2e-node", StaticPodPath: "../../../examples/static-pods", ReadOnlyPort: -1,
+		NodeName: "e2e-node", StaticPodPath: repo.Path("examples", "static-pods"), ReadOnlyPort: -1,
 		TLSCertFile: filepath.Join(s.dir, "serving.crt"), TLSKeyFile: filepath.Join(s.dir, "serving.key"),
 		ClientCAFile: s.caFile, Webhook: true, AuthClient: reviewClient,
 	})

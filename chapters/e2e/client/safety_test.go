@@ -19,6 +19,7 @@ import (
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/08-client/kubeletclient"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/netns"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/pki"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/repo"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/reviewserver"
 )
 
@@ -69,7 +70,7 @@ func TestLeastPrivilegeOnTheMiniCluster(t *testing.T) {
 	})
 
 	t.Run("with examples/rbac/node-proxy applied, it may", func(t *testing.T) {
-		apply(t, c, "../../../examples/rbac/node-proxy")
+		apply(t, c, repo.Path("examples", "rbac", "node-proxy"))
 		t.Cleanup(func() {
 			_ = c.Client.RbacV1().ClusterRoleBindings().Delete(ctx, "kubelet-reader-node-proxy", metav1.DeleteOptions{})
 			authorized(t, c, "kubelet-reader", "proxy", false) // as other tests expect it
@@ -165,7 +166,7 @@ func TestProxyBlamesTheAPIServersIdentity(t *testing.T) {
 	reviewClient, err := reviews.Client()
 	require.NoError(t, err)
 	k, err := realkubelet.Start(ctx, realkubelet.Options{
-		NodeName: "strict", StaticPodPath: "../../../examples/static-pods", Address: ip, ReadOnlyPort: -1,
+		NodeName: "strict", StaticPodPath: repo.Path("examples", "static-pods"), Address: ip, ReadOnlyPort: -1,
 		TLSCertFile: certFile, TLSKeyFile: keyFile, ClientCAFile: c.CAFile, Webhook: true, AuthClient: reviewClient,
 	})
 	require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/realkubelet"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/08-client/kubeletclient"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/pki"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/repo"
 )
 
 // Every way a request to a real kubelet can go, and what the client says about it.
@@ -22,7 +23,7 @@ func TestAgainstStandaloneKubelet(t *testing.T) {
 	// A kubelet as minikube's: a certificate it signed itself, for its hostname only.
 	reviewClient, err := s.reviews.Client()
 	require.NoError(t, err)
-	selfSigned, err := realkubelet.Start(context.Background(), realkubelet.Options{NodeName: "self-signed", StaticPodPath: "../../../examples/static-pods", ReadOnlyPort: -1, Webhook: true, AuthClient: reviewClient})
+	selfSigned, err := realkubelet.Start(context.Background(), realkubelet.Options{NodeName: "self-signed", StaticPodPath: repo.Path("examples", "static-pods"), ReadOnlyPort: -1, Webhook: true, AuthClient: reviewClient})
 	require.NoError(t, err)
 	t.Cleanup(selfSigned.Stop)
 	otherCA, err := pki.NewCA("not-the-kubelets-ca")

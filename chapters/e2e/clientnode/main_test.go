@@ -28,20 +28,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/lab/labtest"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/repo"
 )
 
 var (
-	repoRoot = mustAbs("../../..")
+	repoRoot = repo.Root()
 	rbacDir  = filepath.Join(repoRoot, "examples", "rbac")
 )
-
-func mustAbs(p string) string {
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		panic(err)
-	}
-	return abs
-}
 
 // fixture is the package's cluster and what the tests need around it.
 type fixture struct {

@@ -25,11 +25,12 @@ import (
 	"golang.org/x/mod/semver"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/repo"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/tier"
 )
 
 // repoRoot is the module's root, where the Makefile is.
-const repoRoot = "../../.."
+var repoRoot = repo.Root()
 
 // makefileVersions runs `make node-versions`: the versions the node is built with.
 func makefileVersions(t *testing.T) map[string]string {

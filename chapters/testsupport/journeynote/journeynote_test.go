@@ -10,11 +10,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/repo"
 )
 
-const (
-	notePath   = "../../../notes/10-syncloop.md"
-	readmePath = "../../10-syncloop/README.md"
+var (
+	notePath   = repo.Path("notes", "10-syncloop.md")
+	readmePath = repo.Path("chapters", "10-syncloop", "README.md")
 )
 
 // sample is the output the chapter README shows for `go run ./chapters/10-syncloop`.
