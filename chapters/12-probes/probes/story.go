@@ -35,6 +35,15 @@ func (s story) walk() error {
 		for _, line := range splitLines(st.lesson) {
 			fmt.Fprintf(s.out, "    %s\n", line)
 		}
+		if i == 0 {
+			workers, err := proberWorkers()
+			if err != nil {
+				return err
+			}
+			for _, line := range splitLines(workers) {
+				fmt.Fprintf(s.out, "    %s\n", line)
+			}
+		}
 	}
 	return nil
 }
