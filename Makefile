@@ -13,9 +13,9 @@ BIN         := .bin
 # Release builds stamp the version with -ldflags; `go run` leaves v0.0.0-master+$$Format:%H$$.
 GO_LDFLAGS  := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION)
 CHAPTERS    := $(notdir $(wildcard chapters/[0-9][0-9]-*))
-# The race detector's packages: ours with concurrent code, less the real kubelet's and the lab's
-# (.ci/race-packages says why).
-RACE_PKGS    = $(shell .ci/race-packages chapters/04-runkubelet/realkubelet chapters/07-minicluster/minicluster chapters/lab/labtest examples/workshop/rehearsal)
+# The race detector's packages: ours with concurrent code, less the real kubelet's, the lab's and
+# the debugger chapter's (.ci/race-packages says why).
+RACE_PKGS    = $(shell .ci/race-packages chapters/04-runkubelet/realkubelet chapters/07-minicluster/minicluster chapters/lab/labtest examples/workshop/rehearsal chapters/11-debugger)
 TEST_FLAGS  ?=
 K8S         ?=
 BENCH       ?= .
