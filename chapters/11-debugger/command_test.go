@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"syscall"
 	"testing"
 	"time"
 
@@ -82,4 +84,44 @@ func TestChainRefusesWithoutDebugger(t *testing.T) {
 	entries, err := os.ReadDir(run)
 	require.NoError(t, err)
 	assert.Empty(t, entries, "nothing started, nothing written")
+}
+
+// The chain stops at every step as a normal user (Delve as nobody when the tests run as root):
+// nothing of run's, or of kubemark's replacements, may need root — the kernel's log, for one,
+// is closed to a normal user where kernel.dmesg_restrict is 1.
+func TestChainAsANormalUser(t *testing.T) {
+	dir, err := os.MkdirTemp("", "chain-user-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	dlv := filepath.Join(dir, "dlv")
+	out, err := exec.Command("go", "build", "-C", repo.Path("chapters", "support", "delve"), "-o", dlv, "github.com/go-delve/delve/cmd/dlv").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	binary := filepath.Join(dir, "kubelet-chain")
+	out, err = exec.Command("go", "build", "-gcflags="+chainPackage+"=-N -l", "-o", binary, chainPackage).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	work := filepath.Join(dir, "chain")
+	require.NoError(t, os.Mkdir(work, 0o700))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var credential *syscall.Credential
+	if os.Geteuid() == 0 {
+		const nobody = 65534
+		credential = &syscall.Credential{Uid: nobody, Gid: nobody}
+		for _, p := range []string{dir, work} {
+			require.NoError(t, os.Chown(p, nobody, nobody))
+		}
+		require.NoError(t, os.Chmod(dir, 0o755))
+	}
+	session, err := startDelve(ctx, dlv, binary, work, filepath.Join(t.TempDir(), "session.log"), credential)
+	require.NoError(t, err)
+	defer session.stop()
+	var story bytes.Buffer
+	o := &debugOptions{frames: 1, out: &story}
+	require.NoError(t, o.step(session.client, paths{}), "%s\n%s", &story, session.tail())
+	for i, s := range chain {
+		assert.Contains(t, story.String(), fmt.Sprintf("%2d. %s — ", i+1, shortFunc(s.function)))
+	}
+	_, err = os.Stat("/var/lib/kubelet")
+	assert.True(t, os.IsNotExist(err), "the chain made /var/lib/kubelet")
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-delve/delve/service/api"
@@ -127,7 +128,7 @@ func (o *debugOptions) run(ctx context.Context) error {
 	if err := os.Mkdir(work, 0o700); err != nil {
 		return err
 	}
-	session, err := startDelve(ctx, dlv, binary, work, filepath.Join(dir, "session.log"))
+	session, err := startDelve(ctx, dlv, binary, work, filepath.Join(dir, "session.log"), nil)
 	if err != nil {
 		return err
 	}
@@ -180,7 +181,10 @@ func (o *debugOptions) step(client *rpc2.RPCClient, p paths) error {
 			if err != nil {
 				return fmt.Errorf("call %s: %w", s.call, err)
 			}
-			fmt.Fprintf(o.out, "    Delve calls %s here: run then finds a cAdvisor and a container\n    manager in its Dependencies (kubemark's, as chapter 04's) and builds neither — the real\n    container manager needs /var/lib/kubelet/device-plugins, which only root may make.\n", s.call)
+			fmt.Fprintf(o.out, "    Delve calls %s here: run then finds cAdvisor, a container\n"+
+				"    manager and an event recorder in its Dependencies (kubemark's, as chapter 04's) and builds\n"+
+				"    none — the real container manager needs /var/lib/kubelet/device-plugins, which only root\n"+
+				"    may make, and the real recorder has the kubelet read the kernel's log (/dev/kmsg).\n", s.call)
 		}
 	}
 	return nil
@@ -239,10 +243,10 @@ type delve struct {
 	log    string
 }
 
-// startDelve starts `dlv exec --headless` on a unix socket in dir's parent (a directory only
+// startDelve starts `dlv exec --headless` on a unix socket in work's parent (a directory only
 // this user can open: Delve asks no credentials) and connects to it. The program's own output,
-// and Delve's, go to log.
-func startDelve(ctx context.Context, dlv, binary, work, log string) (*delve, error) {
+// and Delve's, go to log. A credential, when given, runs Delve and the program as another user.
+func startDelve(ctx context.Context, dlv, binary, work, log string, as *syscall.Credential) (*delve, error) {
 	socket := filepath.Join(filepath.Dir(work), "dlv.sock")
 	out, err := os.OpenFile(log, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
@@ -251,6 +255,9 @@ func startDelve(ctx context.Context, dlv, binary, work, log string) (*delve, err
 	defer out.Close()
 	cmd := exec.Command(dlv, "exec", "--headless", "--api-version=2", "--listen=unix:"+socket, binary, "--", work)
 	cmd.Stdout, cmd.Stderr = out, out
+	if as != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: as}
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start Delve: %w", err)
 	}

@@ -26,6 +26,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/cli"
 	fakeremote "k8s.io/cri-client/pkg/fake"
 	"k8s.io/kubernetes/cmd/kubelet/app"
@@ -115,12 +116,16 @@ makeIPTablesUtilChains: false
 }
 
 // kubemarkReplacements gives run's Dependencies what a kubemark hollow node gives the kubelet:
-// cAdvisor's testing.Fake and the stub container manager. Delve calls it at run's first line.
+// cAdvisor's testing.Fake, the stub container manager, and a FakeRecorder for events — with it
+// NewMainKubelet skips the OOM watcher, which reads the kernel's log (/dev/kmsg), closed to a
+// normal user where kernel.dmesg_restrict is 1 (Debian's and Ubuntu's default). Delve calls it at
+// run's first line.
 //
 //go:noinline
 func kubemarkReplacements(kubeDeps *kubelet.Dependencies) {
 	kubeDeps.CAdvisorInterface = &cadvisortest.Fake{NodeName: NodeName}
 	kubeDeps.ContainerManager = cm.NewStubContainerManager()
+	kubeDeps.Recorder = &record.FakeRecorder{}
 }
 
 // ReplacementsFunc is kubemarkReplacements' name as Delve knows it; naming it here also keeps the
