@@ -90,7 +90,11 @@ func TestChainRefusesWithoutDebugger(t *testing.T) {
 // nothing of run's, or of kubemark's replacements, may need root — the kernel's log, for one,
 // is closed to a normal user where kernel.dmesg_restrict is 1.
 func TestChainAsANormalUser(t *testing.T) {
-	dir, err := os.MkdirTemp("", "chain-user-")
+	base := ""
+	if os.Geteuid() == 0 && !traversable(os.TempDir()) {
+		base = "/tmp" // nobody must reach Delve and the chain: not through a 0700 TMPDIR (make test's)
+	}
+	dir, err := os.MkdirTemp(base, "chain-user-")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	dlv := filepath.Join(dir, "dlv")
@@ -124,4 +128,17 @@ func TestChainAsANormalUser(t *testing.T) {
 	}
 	_, err = os.Stat("/var/lib/kubelet")
 	assert.True(t, os.IsNotExist(err), "the chain made /var/lib/kubelet")
+}
+
+// traversable says whether every directory down to dir lets any user through.
+func traversable(dir string) bool {
+	for d := dir; ; d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err != nil || st.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		if filepath.Dir(d) == d {
+			return true
+		}
+	}
 }
