@@ -133,7 +133,16 @@ func (o *debugOptions) run(ctx context.Context) error {
 		return err
 	}
 	defer session.stop()
-	if err := o.step(session.client, p); err != nil {
+	// Delve answers a continue only when the program stops: Ctrl-C or --timeout end the wait, and
+	// session.stop (deferred) ends Delve and the program.
+	stepped := make(chan error, 1)
+	go func() { stepped <- o.step(session.client, p) }()
+	select {
+	case err = <-stepped:
+	case <-ctx.Done():
+		err = fmt.Errorf("stopped waiting for Delve: %w", context.Cause(ctx))
+	}
+	if err != nil {
 		return fmt.Errorf("%w\nthe program's output, last lines:\n%s", err, session.tail())
 	}
 	fmt.Fprintf(o.out, "%d steps, in the chain's order, each stopped once. Delve then ended the program.\n", len(chain))
