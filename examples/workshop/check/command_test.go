@@ -25,9 +25,9 @@ func TestBadFlags(t *testing.T) {
 		{"an upper-case node", []string{"1", "--node", "Minikube"}, `--node "Minikube": a lowercase RFC 1123 subdomain`},
 		{"a node with _", []string{"7", "--node", "my_node"}, `--node "my_node": a lowercase RFC 1123 subdomain`},
 		{"no answers directory", []string{"1", "--answers", nowhere}, "--answers " + nowhere + ": stat " + nowhere + ": no such file or directory"},
-		{"no exercise 0", []string{"0"}, "no exercise 0: they are 1 to 13"},
+		{"no exercise 0", []string{"0"}, "no exercise 0: they are 1 to 15"},
 		{"no kubeconfig", []string{"1", "--kubeconfig", nowhere}, "--kubeconfig " + nowhere + ": stat " + nowhere + ": no such file or directory"},
-		{"no exercise 14", []string{"14"}, "no exercise 14: they are 1 to 13"},
+		{"no exercise 16", []string{"16"}, "no exercise 16: they are 1 to 15"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

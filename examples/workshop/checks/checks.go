@@ -98,7 +98,8 @@ type Exercise struct {
 
 // Exercises lists them in order: the node's static pods and the kubelet as a service first,
 // then the kubelet's API from outside (address, certificate, token, proxy, an agent in the
-// cluster), then two coding exercises on the toy kubelet.
+// cluster), then two coding exercises on the toy kubelet, and last chapter 12 on minikube: a pod
+// that runs but is not Ready, and a node whose runtime stops (the last to touch the cluster).
 var Exercises = []Exercise{
 	{1, "01-find-static-pods", "Find the control plane's static pods", "01-static-pods.yaml", false, checkFindStaticPods},
 	{2, "02-add-static-pod", "Add a static pod, edit it, delete its mirror", "02-static-pod.yaml", false, checkAddStaticPod},
@@ -113,6 +114,8 @@ var Exercises = []Exercise{
 	{11, "11-daemonset", "The client in the cluster, as an agent", "", false, checkDaemonSet},
 	{12, "12-toy-remove", "Coding: REMOVE in the toy's sync loop", "", true, checkCoding("12-toy-remove", "remove_test.go", "TestRemove", testFileSums["12-toy-remove/remove_test.go"])},
 	{13, "13-toy-namespace-filter", "Coding: /pods?namespace= on the toy", "", true, checkCoding("13-toy-namespace-filter", "filter_test.go", "TestNamespaceFilter", testFileSums["13-toy-namespace-filter/filter_test.go"])},
+	{14, "14-readiness-probe", "A pod that runs but is not Ready", "14-readiness-probe.yaml", false, checkReadinessProbe},
+	{15, "15-node-not-ready", "The runtime stops, and the Node goes NotReady", "15-node-not-ready.yaml", false, checkNodeNotReady},
 }
 
 // Find returns exercise n.

@@ -6,7 +6,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"testing"
+	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 )
 
@@ -185,6 +189,28 @@ func answersFor(n int, rs runs) (map[string]string, error) {
 		must("", e)
 		a = map[string]any{"path": path, "pods": pods,
 			"proxyNeeds": must(rs.line("--as=system:serviceaccount", 0, `cannot get resource "([^"]+)"`))}
+	case 14:
+		// The event that lasts (not the first ones, from before CoreDNS listened), the plugin its
+		// log named, and the EndpointSlice's line before the fix (the first of the two).
+		a = map[string]any{
+			"event":          must(rs.line("reason=Unhealthy", 0, `\sUnhealthy\s+pod/dns\s+(Readiness probe failed: HTTP probe failed with statuscode: \d+)$`)),
+			"notReady":       must(rs.line("logs dns", 0, `Plugins not ready: "([^"]+)"`)),
+			"endpointBefore": must(rs.line("endpointslices", 0, `^(dns \S+ ready=false)$`)),
+		}
+	case 15:
+		// The Ready condition as the second reading printed it (containerd stopped), and how long
+		// after containerd's stop its lastTransitionTime is.
+		down := regexp.MustCompile(`^False (\S+) (\S+) (.+)$`).FindStringSubmatch(must(rs.line("lastTransitionTime", 1, `^False .*$`)))
+		stopped := must(rs.line("InactiveEnterTimestamp", 0, `^InactiveEnterTimestamp=(.+)$`))
+		if down == nil {
+			return nil, fmt.Errorf("no NotReady condition in the second reading of the Ready condition (%v)", err)
+		}
+		since, e := time.Parse(time.RFC3339, down[2])
+		must("", e)
+		stop, e := time.Parse("Mon 2006-01-02 15:04:05 MST", stopped)
+		must("", e)
+		a = map[string]any{"reason": down[1], "message": down[3], "notReadySince": down[2],
+			"secondsToNotReady": int(since.Sub(stop).Round(time.Second).Seconds())}
 	default:
 		return nil, nil
 	}
@@ -196,4 +222,34 @@ func answersFor(n int, rs runs) (map[string]string, error) {
 		return nil, err
 	}
 	return map[string]string{answerFile(n): string(data)}, nil
+}
+
+// The answers of exercises 14 and 15 are read from the lines the rehearsal's commands printed
+// (these, as minikube printed them): the event that lasts, not the first; the second reading of
+// the Node's Ready condition, the one taken while containerd was stopped.
+func TestAnswersReadFromOutput(t *testing.T) {
+	ran := func(text, out string) run { return run{cmd: Command{Text: text}, out: out} }
+	files, err := answersFor(14, runs{
+		ran("kubectl -n probes get events --field-selector reason=Unhealthy -w", "LAST SEEN   TYPE      REASON      OBJECT    MESSAGE\n"+
+			"4s          Warning   Unhealthy   pod/dns   Readiness probe failed: Get \"http://10.244.0.9:8181/ready\": dial tcp 10.244.0.9:8181: connect: connection refused\n"+
+			"0s          Warning   Unhealthy   pod/dns   Readiness probe failed: HTTP probe failed with statuscode: 503\n"),
+		ran("kubectl -n probes logs dns -f", "[INFO] plugin/ready: Plugins not ready: \"kubernetes\"\n"),
+		ran("kubectl -n probes get endpointslices -l kubernetes.io/service-name=dns -o jsonpath=…", "dns 10.244.0.9 ready=false\n"),
+		ran("kubectl -n probes get endpointslices -l kubernetes.io/service-name=dns -o jsonpath=…", "dns 10.244.0.9 ready=true\n"),
+	})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"14-readiness-probe.yaml": "endpointBefore: dns 10.244.0.9 ready=false\n" +
+		"event: 'Readiness probe failed: HTTP probe failed with statuscode: 503'\nnotReady: kubernetes\n"}, files)
+
+	jsonpath := "kubectl get node minikube -o jsonpath='{range .status.conditions[?(@.type==\"Ready\")]}{.status} {.reason} {.lastTransitionTime} {.message}{\"\\n\"}{end}'"
+	files, err = answersFor(15, runs{
+		ran(jsonpath, "True KubeletReady 2026-12-02T08:50:01Z kubelet is posting ready status\n"),
+		ran("minikube ssh -- sudo systemctl stop containerd", ""),
+		ran(jsonpath, "False KubeletNotReady 2026-12-02T09:31:40Z container runtime is down\n"),
+		ran("minikube ssh -- sudo systemctl show containerd --property=InactiveEnterTimestamp", "InactiveEnterTimestamp=Wed 2026-12-02 09:31:05 UTC\r\n"),
+		ran(jsonpath, "True KubeletReady 2026-12-02T09:32:10Z kubelet is posting ready status\n"),
+	})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"15-node-not-ready.yaml": "message: container runtime is down\nnotReadySince: \"2026-12-02T09:31:40Z\"\n" +
+		"reason: KubeletNotReady\nsecondsToNotReady: 35\n"}, files)
 }
