@@ -15,7 +15,7 @@ GO_LDFLAGS  := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION)
 CHAPTERS    := $(notdir $(wildcard chapters/[0-9][0-9]-*))
 # The race detector's packages: ours with concurrent code, less the real kubelet's, the lab's and
 # the debugger chapter's (.ci/race-packages says why).
-RACE_PKGS    = $(shell .ci/race-packages chapters/04-runkubelet/realkubelet chapters/07-minicluster/minicluster chapters/lab/labtest examples/workshop/rehearsal chapters/11-debugger)
+RACE_PKGS    = $(shell .ci/race-packages chapters/04-runkubelet/realkubelet chapters/08-minicluster/minicluster chapters/machinery/lab/labtest examples/workshop/rehearsal chapters/12-debugger)
 TEST_FLAGS  ?=
 K8S         ?=
 BENCH       ?= .
@@ -49,7 +49,7 @@ check: ## Check a workshop exercise against your current cluster: make check EX=
 	@$(GO) build -o $(BIN)/check ./examples/workshop/check
 	@$(BIN)/check $(EX) $(ARGS)
 
-##@ Debug (chapter 11: Delve, pinned in chapters/support/delve)
+##@ Debug (chapter 12: Delve, pinned in chapters/machinery/support/delve)
 
 # Editors attach to DEBUG_ADDR (.vscode/, .run/). Our packages -N -l, Kubernetes' optimized (no second
 # full build); DEBUG_BUILD_FLAGS= builds everything without optimizations, as dlv does by default.
@@ -57,12 +57,12 @@ DEBUG_ADDR        ?= 127.0.0.1:2345
 DEBUG_BUILD_FLAGS ?= -gcflags=all= '-gcflags=github.com/kubelet-walkthrough/kubelet-walkthrough/...=-N -l'
 
 .PHONY: dlv
-dlv: ## Build .bin/dlv: Delve, from its pinned module chapters/support/delve.
-	@cd chapters/support/delve && $(GO) build -o $(CURDIR)/$(BIN)/dlv github.com/go-delve/delve/cmd/dlv
+dlv: ## Build .bin/dlv: Delve, from its pinned module chapters/machinery/support/delve.
+	@cd chapters/machinery/support/delve && $(GO) build -o $(CURDIR)/$(BIN)/dlv github.com/go-delve/delve/cmd/dlv
 
 .PHONY: debug-chain
-debug-chain: dlv ## Stop the real kubelet at every step of its startup chain in Delve (chapter 11).
-	@$(GO) run ./chapters/11-debugger --dlv $(BIN)/dlv $(ARGS)
+debug-chain: dlv ## Stop the real kubelet at every step of its startup chain in Delve (chapter 12).
+	@$(GO) run ./chapters/12-debugger --dlv $(BIN)/dlv $(ARGS)
 
 debug-%: dlv ## Serve one chapter in a headless Delve on DEBUG_ADDR for an editor to attach: make debug-04-runkubelet ARGS=--once.
 	@test -d chapters/$* || { echo "no chapter $* (have: $(CHAPTERS))"; exit 1; }
@@ -93,17 +93,17 @@ verify: verify-deps verify-platforms ## Static gates: gofmt, go mod tidy, go vet
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) mod tidy -diff
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout $(TIMEOUT) -run '^(TestImportRules|TestImportProblems|TestPlatforms|TestPlatformProblems|TestSideBySideBenchmarksReportRatios|TestLayout|TestMarkdownLinks|TestMainShape)$$' ./chapters/repocheck/
+	$(GO) test -count=1 -timeout $(TIMEOUT) -run '^(TestImportRules|TestImportProblems|TestPlatforms|TestPlatformProblems|TestSideBySideBenchmarksReportRatios|TestLayout|TestMarkdownLinks|TestMainShape)$$' ./chapters/machinery/repocheck/
 
 # What runs on macOS and Windows too (the one list; TestPlatforms holds README.md's table to it, and
 # .ci/README.md says why the others need Linux).
-CROSS_PLATFORM := chapters/01-entrypoint chapters/02-config chapters/06-static-pods chapters/08-client \
-  chapters/09-node examples/workshop/check
+CROSS_PLATFORM := chapters/01-entrypoint chapters/02-config chapters/06-static-pods chapters/10-client \
+  chapters/11-node examples/workshop/check
 CROSS_TARGETS  := darwin/arm64 windows/amd64
 
 .PHONY: verify-platforms
 verify-platforms: ## Type-check for macOS (darwin/arm64) and Windows (windows/amd64), from source, every chapter that runs there (CROSS_PLATFORM).
-	$(GO) run ./chapters/repocheck/typecheck $(CROSS_TARGETS:%=--platform %) $(CROSS_PLATFORM:%=./%)
+	$(GO) run ./chapters/machinery/repocheck/typecheck $(CROSS_TARGETS:%=--platform %) $(CROSS_PLATFORM:%=./%)
 
 .PHONY: test-unit
 test-unit: ## go test every package in random order (the README runs and the workshop's rehearsal have their targets).
@@ -122,9 +122,9 @@ test-node-components: ## Build the lab (real minikube, its base image and cache)
 	@if [ "$$(id -u)" = 0 ]; then \
 	  $(MAKE) --no-print-directory node-components minikube lab; \
 	elif [ "$${CI:-}" = true ]; then \
-	  echo "CI=true: the lab's tier (chapter 09, the client's node tests, the workshop's rehearsal) needs root (a Docker engine in namespaces of its own, debootstrap)"; exit 1; \
+	  echo "CI=true: the lab's tier (chapter 11, the client's node tests, the workshop's rehearsal) needs root (a Docker engine in namespaces of its own, debootstrap)"; exit 1; \
 	else \
-	  echo "Skipped: the lab (chapter 09, the client's node tests and the workshop's rehearsal skip too): it needs root — sudo -E make test runs it."; \
+	  echo "Skipped: the lab (chapter 11, the client's node tests and the workshop's rehearsal skip too): it needs root — sudo -E make test runs it."; \
 	fi
 
 .PHONY: test-readmes
@@ -136,24 +136,24 @@ test-%: ## Test one chapter and its packages, e.g. `make test-04-runkubelet`.
 
 .PHONY: verify-deps
 verify-deps: ## Check that go.mod pins every kubernetes staging module at the matching version.
-	$(GO) test -count=1 -timeout $(TIMEOUT) -run '^TestStagingReplaces$$' ./chapters/repocheck/
+	$(GO) test -count=1 -timeout $(TIMEOUT) -run '^TestStagingReplaces$$' ./chapters/machinery/repocheck/
 
 .PHONY: verify-notes
 verify-notes: ## Check every source citation against the pinned module; K8S=v1.38.0 lists what an upgrade breaks.
-	K8S_VERSION=$(K8S) $(GO) test -count=1 -timeout $(TIMEOUT) -v -run '^TestCitations$$' ./notes/
-	$(GO) test -count=1 -timeout $(TIMEOUT) -run '^(TestCheckerFindsBrokenCitations|TestBrokenCopyFails)$$' ./notes/
+	K8S_VERSION=$(K8S) $(GO) test -count=1 -timeout $(TIMEOUT) -v -run '^TestCitations$$' ./chapters/machinery/notescheck/
+	$(GO) test -count=1 -timeout $(TIMEOUT) -run '^(TestCheckerFindsBrokenCitations|TestBrokenCopyFails)$$' ./chapters/machinery/notescheck/
 
 .PHONY: update-golden
 update-golden: ## Rewrite the sample outputs in the chapter READMEs from real runs.
-	$(GO) test -count=1 -timeout $(TIMEOUT) -run '^TestChapterREADMEs$$' ./chapters/repocheck/ -update
+	$(GO) test -count=1 -timeout $(TIMEOUT) -run '^TestChapterREADMEs$$' ./chapters/machinery/repocheck/ -update
 
 .PHONY: bench
 bench: BENCH_COUNT ?= 6
 bench: ## Run the benchmarks BENCH_COUNT times (6), then judge each side-by-side ratio against its goal in notes/measurements.md.
 	@mkdir -p $(BIN)
 	$(GO) test -timeout $(TIMEOUT) -run '^$$' -bench '$(BENCH)' -count $(BENCH_COUNT) -benchmem $(TEST_FLAGS) ./... | tee $(BIN)/bench.txt
-	@$(GO) run ./chapters/testsupport/benchratio/benchsummary --goals notes/measurements.md $(BIN)/bench.txt
+	@$(GO) run ./chapters/machinery/testsupport/benchratio/benchsummary --goals notes/measurements.md $(BIN)/bench.txt
 
-##@ Lab: real minikube on a real Docker engine, offline (the recipes: chapters/lab/lab.mk)
+##@ Lab: real minikube on a real Docker engine, offline (the recipes: chapters/machinery/lab/lab.mk)
 
-include chapters/lab/lab.mk
+include chapters/machinery/lab/lab.mk

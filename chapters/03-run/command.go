@@ -16,7 +16,7 @@ import (
 	"k8s.io/kubernetes/cmd/kubelet/app/options"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/02-config/configload"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/kubeletlog"
 )
 
 type runOptions struct {

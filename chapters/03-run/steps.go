@@ -129,7 +129,7 @@ var steps = []step{
 		if s.standalone {
 			return ran, "standalone: KubeClient, EventClient and HeartbeatClient set to nil"
 		}
-		return skipped, "would build three clients from " + s.server.KubeConfig + " (chapter 07 runs one against a real apiserver)"
+		return skipped, "would build three clients from " + s.server.KubeConfig + " (chapter 08 runs one against a real apiserver)"
 	}},
 	{"authentication and authorization (BuildAuth)", "cmd/kubelet/app/server.go#L789-L796 (if kubeDeps.Auth == nil {)", func(ctx context.Context, s *state) (outcome, string) {
 		_, runCAReload, err := app.BuildAuth(nodeNameOf(s), nil, s.server.KubeletConfiguration)

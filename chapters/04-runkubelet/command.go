@@ -10,9 +10,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/realkubelet"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/podtable"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/program"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/kubeletlog"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/podtable"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/program"
 )
 
 // runOptions are the chapter's flags.

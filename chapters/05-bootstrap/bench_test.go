@@ -9,8 +9,8 @@ import (
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/realkubelet"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/05-bootstrap/toykubelet"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/benchratio"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/kubeletlog"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/benchratio"
 )
 
 // The benchmark's kubelets are stopped, not gone: what their pod workers make again is removed last.

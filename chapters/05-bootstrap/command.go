@@ -15,9 +15,9 @@ import (
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/realkubelet"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/05-bootstrap/toykubelet"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/podtable"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/program"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/kubeletlog"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/podtable"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/program"
 )
 
 type bootstrapOptions struct {

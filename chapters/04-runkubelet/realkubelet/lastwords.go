@@ -9,7 +9,7 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/kubeletlog"
 )
 
 // Where the kubelet cannot go on, it logs one error and calls os.Exit(1): a server that cannot

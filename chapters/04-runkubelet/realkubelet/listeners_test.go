@@ -24,8 +24,8 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet"
 	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/reviewserver"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/kubeletlog"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/reviewserver"
 )
 
 // ownTmpdir gives the test a TMPDIR of its own, short enough for the kubelet's sockets, that

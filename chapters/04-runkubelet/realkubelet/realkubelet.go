@@ -108,7 +108,7 @@ type Options struct {
 	// Configure, when set, may change flags and configuration last, before the kubelet starts.
 	Configure func(*options.KubeletFlags, *kubeletconfig.KubeletConfiguration)
 	// Dependencies, when set, may change the kubelet's dependencies last, before the kubelet
-	// starts: wrap the CRI runtime service, give it a TracerProvider, ... (chapter 10 watches
+	// starts: wrap the CRI runtime service, give it a TracerProvider, ... (chapter 07 watches
 	// the sync loop this way).
 	Dependencies func(*kubelet.Dependencies)
 }

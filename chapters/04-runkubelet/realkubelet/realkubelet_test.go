@@ -18,9 +18,9 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/pki"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/repo"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/reviewserver"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/pki"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/repo"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/reviewserver"
 )
 
 var staticPods = repo.Path("examples", "static-pods")

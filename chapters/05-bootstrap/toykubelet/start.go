@@ -16,7 +16,7 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet/server"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/06-static-pods/staticpods"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/kubeletlog"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/kubeletlog"
 )
 
 // StartOptions say which toy kubelet to start.

@@ -34,8 +34,8 @@ import (
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/pki"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/reviewserver"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/pki"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/reviewserver"
 )
 
 func testPod(name, uid, image string) *v1.Pod {

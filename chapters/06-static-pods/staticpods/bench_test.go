@@ -17,7 +17,7 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet/config"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/benchratio"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/benchratio"
 )
 
 // The kubelet's file source lists a directory in an unexported method; the benchmark calls it

@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/tier"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/tier"
 )
 
 // The kubelet lower-cases its node name (nodeutil.GetHostname); the file source does not, and

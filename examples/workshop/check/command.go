@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/program"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/program"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/examples/workshop/checks"
 )
 
@@ -87,7 +87,7 @@ func (o *checkOptions) run(ctx context.Context, out io.Writer, n int) error {
 		rules.ExplicitPath = o.kubeconfig
 		config, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.context}).ClientConfig()
 		if err != nil {
-			return fmt.Errorf("no cluster: %w (start minikube, or chapter 07)", err)
+			return fmt.Errorf("no cluster: %w (start minikube, or chapter 08)", err)
 		}
 		if env.Client, err = kubernetes.NewForConfig(config); err != nil {
 			return err

@@ -10,7 +10,7 @@ import (
 	"context"
 	"os"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/support/program"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/program"
 )
 
 func main() {

@@ -1,5 +1,5 @@
 // Package checks holds the workshop's checkers: each inspects the cluster of the current
-// kubeconfig context (minikube for attendees, chapter 09's node in the rehearsal) and the
+// kubeconfig context (minikube for attendees, chapter 11's node in the rehearsal) and the
 // attendee's answers, and says PASS or what is missing — and where to look.
 //
 // A checker looks for evidence that only doing the exercise leaves: the hash of the manifest as
@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/08-client/kubeletclient"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-client/kubeletclient"
 )
 
 // Env is what a check may look at.
@@ -98,7 +98,7 @@ type Exercise struct {
 
 // Exercises lists them in order: the node's static pods and the kubelet as a service first,
 // then the kubelet's API from outside (address, certificate, token, proxy, an agent in the
-// cluster), then two coding exercises on the toy kubelet, and last chapter 12 on minikube: a pod
+// cluster), then two coding exercises on the toy kubelet, and last chapter 09 on minikube: a pod
 // that runs but is not Ready, and a node whose runtime stops (the last to touch the cluster).
 var Exercises = []Exercise{
 	{1, "01-find-static-pods", "Find the control plane's static pods", "01-static-pods.yaml", false, checkFindStaticPods},

@@ -20,7 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/08-client/kubeletclient"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-client/kubeletclient"
 )
 
 // Exercises 7–11: the kubelet's API from outside — where it is, whose certificate it shows,

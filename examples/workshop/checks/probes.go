@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Exercises 14 and 15: chapter 12 on minikube — a pod that runs but is not Ready, and a node
+// Exercises 14 and 15: chapter 09 on minikube — a pod that runs but is not Ready, and a node
 // whose runtime stopped.
 
 // The objects of exercise 14, as examples/workshop/14-readiness-probe/dns.yaml makes them.

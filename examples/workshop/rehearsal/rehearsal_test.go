@@ -21,10 +21,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/lab"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/lab/labtest"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/syncbuf"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/testsupport/tier"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/lab"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/lab/labtest"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/syncbuf"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/tier"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/examples/workshop/checks"
 )
 
@@ -39,7 +39,7 @@ const inLab = "WALKTHROUGH_REHEARSAL_IN_LAB"
 // noLab says why the rehearsal cannot run in a lab here; nil when it runs in one.
 var noLab error
 
-// TestMain runs the rehearsal inside a lab (chapters/lab): real minikube on a real Docker engine in
+// TestMain runs the rehearsal inside a lab (chapters/machinery/lab): real minikube on a real Docker engine in
 // namespaces of their own, the test process itself on the engine's network — a Linux laptop with
 // minikube's docker driver, where the node's address answers — with the lab's environment, which
 // every command inherits. The modules are downloaded first, outside: the lab has no route to the

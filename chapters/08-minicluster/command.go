@@ -1,0 +1,536 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/06-static-pods/staticpods"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/08-minicluster/minicluster"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/kubeletlog"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/netns"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/podtable"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/program"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/relay"
+)
+
+// maxNodes is as many kubelets as one process runs here: each is a whole kubelet, started one at
+// a time.
+const maxNodes = 10
+
+// contextName names the kubeconfig's context and cluster; its user is contextName-admin.
+const contextName = "walkthrough"
+
+type clusterOptions struct {
+	nodes         int
+	nodesSet      bool // --nodes was given, not its default
+	nodeNames     []string
+	staticPodPath string
+	kubeconfig    string
+	nodeIP        string
+	kubeletLog    string
+	once          bool
+	// Set by this program for its own copy inside the private network namespace.
+	relaySocket string
+	relayPort   int
+
+	out io.Writer
+}
+
+// NewMiniclusterCommand builds the chapter's command.
+func NewMiniclusterCommand(ctx context.Context) *cobra.Command {
+	o := &clusterOptions{}
+	cmd := &cobra.Command{
+		Use:   "08-minicluster",
+		Short: "Run etcd, kube-apiserver and real kubelets in this process, and print a kubeconfig for kubectl",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.out = cmd.OutOrStdout()
+			o.nodesSet = cmd.Flags().Changed("nodes")
+			if err := o.validate(); err != nil {
+				return err
+			}
+			if err := o.complete(); err != nil {
+				return err
+			}
+			ctx, stop := program.SignalContext(ctx)
+			defer stop()
+			if _, inside := netns.Inside(); o.nodeIP == "" && !inside {
+				return o.runInPrivateNetwork(ctx)
+			}
+			return o.run(ctx, cmd)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.nodes, "nodes", 1, "how many kubelets (nodes) to start")
+	f.StringSliceVar(&o.nodeNames, "node-names", nil, "the nodes' names (default: walkthrough, then walkthrough-2, …)")
+	f.StringVar(&o.staticPodPath, "static-pod-path", "examples/static-pods", "every kubelet's static pod directory")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "a kubeconfig to merge the cluster's context into, as kubectl config does (taken out again on exit; default: a kubeconfig in the cluster's temporary directory)")
+	f.StringVar(&o.nodeIP, "node-ip", "", "run on this machine's network with this node IP (default: a private network namespace)")
+	f.StringVar(&o.kubeletLog, "log", "", `file for the components' log lines; "-" for stderr; default: a temporary file removed on exit`)
+	f.BoolVar(&o.once, "once", false, "print and stop instead of serving until Ctrl-C")
+	f.StringVar(&o.relaySocket, "relay-socket", "", "")
+	f.IntVar(&o.relayPort, "relay-port", 0, "")
+	_ = f.MarkHidden("relay-socket")
+	_ = f.MarkHidden("relay-port")
+	return cmd
+}
+
+// validate checks every flag before anything starts: a count or a name the cluster cannot have
+// would otherwise fail minutes later, as a timeout waiting for nodes that never register.
+func (o *clusterOptions) validate() error {
+	if o.nodes < 1 || o.nodes > maxNodes {
+		return fmt.Errorf("--nodes %d: 1 to %d (each node is a whole kubelet in this process)", o.nodes, maxNodes)
+	}
+	if len(o.nodeNames) > 0 {
+		if o.nodesSet && o.nodes != len(o.nodeNames) {
+			return fmt.Errorf("--nodes %d and --node-names %s (%d names): give one of them", o.nodes, strings.Join(o.nodeNames, ","), len(o.nodeNames))
+		}
+		if len(o.nodeNames) > maxNodes {
+			return fmt.Errorf("--node-names %s: at most %d nodes (each node is a whole kubelet in this process)", strings.Join(o.nodeNames, ","), maxNodes)
+		}
+		seen := map[string]bool{}
+		for _, name := range o.nodeNames {
+			if err := program.NodeName("--node-names", name); err != nil {
+				return err
+			}
+			if seen[name] {
+				return fmt.Errorf("--node-names %s: %q twice (a node's name is its identity)", strings.Join(o.nodeNames, ","), name)
+			}
+			seen[name] = true
+		}
+	}
+	if o.nodeIP != "" {
+		if err := checkNodeIP(o.nodeIP); err != nil {
+			return err
+		}
+	}
+	if o.kubeconfig != "" {
+		if err := checkKubeconfig(o.kubeconfig); err != nil {
+			return err
+		}
+	}
+	if o.kubeletLog != "" && o.kubeletLog != "-" {
+		if err := program.Absent("--log", o.kubeletLog); err != nil {
+			return err
+		}
+	}
+	if o.relayPort < 0 || o.relayPort > 65535 {
+		return fmt.Errorf("--relay-port %d: a port is 1 to 65535", o.relayPort)
+	}
+	return nil
+}
+
+// checkNodeIP is the check minicluster.Start makes, made first and naming the flag: the node IP
+// must be a global unicast address of this machine (the kubelet checks its interfaces).
+func checkNodeIP(ip string) error {
+	parsed := net.ParseIP(ip)
+	switch {
+	case parsed == nil:
+		return fmt.Errorf("--node-ip %q: not an IP address", ip)
+	case parsed.IsLoopback() || !parsed.IsGlobalUnicast():
+		return fmt.Errorf("--node-ip %s: the kubelet refuses loopback, link-local and multicast node IPs; name an address of this machine's network", ip)
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return fmt.Errorf("--node-ip %s: %w", ip, err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(parsed) {
+			return nil
+		}
+	}
+	return fmt.Errorf("--node-ip %s: not an address of this machine (the kubelet checks its interfaces)", ip)
+}
+
+func (o *clusterOptions) complete() error {
+	if len(o.nodeNames) == 0 {
+		for i := range o.nodes {
+			name := contextName
+			if i > 0 {
+				name += "-" + strconv.Itoa(i+1)
+			}
+			o.nodeNames = append(o.nodeNames, name)
+		}
+	}
+	path, err := program.Directory("--static-pod-path", o.staticPodPath)
+	if err != nil {
+		return err
+	}
+	o.staticPodPath = path
+	if o.kubeconfig != "" {
+		if o.kubeconfig, err = filepath.Abs(o.kubeconfig); err != nil {
+			return fmt.Errorf("--kubeconfig %s: %w", o.kubeconfig, err)
+		}
+	}
+	return nil
+}
+
+// runInPrivateNetwork runs this program again inside a private network namespace and relays
+// 127.0.0.1:<port> on the host to the apiserver in there, through a unix socket.
+func (o *clusterOptions) runInPrivateNetwork(ctx context.Context) error {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = l.Close() }()
+	dir, err := os.MkdirTemp("", "minicluster-relay-")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	socket := filepath.Join(dir, "apiserver.sock")
+	args := append(os.Args[1:], "--relay-socket="+socket, "--relay-port="+strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
+	child, err := netns.Command(args...)
+	if err != nil {
+		return fmt.Errorf("%w; or run on this machine's network with --node-ip=<one of its addresses>", err)
+	}
+	child.Stdin = nil
+	child.SysProcAttr = &syscall.SysProcAttr{
+		Setpgid:   true,            // Ctrl-C reaches this process, which passes it on once
+		Pdeathsig: syscall.SIGTERM, // and if this process dies, the cluster stops too
+	}
+	if err := child.Start(); err != nil {
+		return fmt.Errorf("start the cluster in a private network namespace: %w", err)
+	}
+	relayCtx, stopRelay := context.WithCancel(context.Background())
+	defer stopRelay()
+	go relay.Serve(relayCtx, l, func(ctx context.Context) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", socket)
+	})
+	exited := make(chan error, 1)
+	go func() { exited <- child.Wait() }()
+	select {
+	case err = <-exited:
+	case <-ctx.Done():
+		_ = child.Process.Signal(syscall.SIGINT)
+		err = <-exited
+	}
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == 1 {
+		return program.ErrReported // it printed its error
+	}
+	if err != nil {
+		return fmt.Errorf("the cluster's process: %w", err)
+	}
+	return nil
+}
+
+func (o *clusterOptions) run(ctx context.Context, cmd *cobra.Command) error {
+	// The components' log lines go to a file, and so does what etcd's client and gRPC print to
+	// stderr, even after Stop: nothing lands between this program's own lines.
+	logFile, closeLog, err := kubeletlog.ForProgram(cmd, o.kubeletLog)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	nodeIP, private := netns.Inside()
+	if o.nodeIP != "" {
+		nodeIP = o.nodeIP
+	}
+	// The cluster writes its kubeconfig into its own directory; a kubeconfig the reader names gets
+	// the cluster's entries merged in, and taken out again on exit.
+	opts := minicluster.Options{NodeNames: o.nodeNames, NodeIP: nodeIP, StaticPodPath: o.staticPodPath, Context: contextName}
+	if o.relayPort > 0 {
+		opts.KubeconfigServer = "https://127.0.0.1:" + strconv.Itoa(o.relayPort)
+	}
+	c, err := minicluster.Start(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		c.Stop()
+		fmt.Fprintln(o.out, "Stopped the cluster and removed its directory.")
+	}()
+	kubeconfig := c.Kubeconfig
+	if o.kubeconfig != "" {
+		unmerge, err := mergeKubeconfig(c.Kubeconfig, o.kubeconfig)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := unmerge(); err != nil {
+				fmt.Fprintf(o.out, "--kubeconfig %s: could not take the cluster's entries out: %v\n", o.kubeconfig, err)
+			}
+		}()
+		kubeconfig = o.kubeconfig
+	}
+	if o.relaySocket != "" {
+		l, err := net.Listen("unix", o.relaySocket)
+		if err != nil {
+			return fmt.Errorf("relay socket: %w", err)
+		}
+		apiserver := strings.TrimPrefix(c.Admin.Host, "https://")
+		go relay.Serve(ctx, l, func(ctx context.Context) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "tcp", apiserver)
+		})
+	}
+
+	network := "this machine's network"
+	if private {
+		network = "a private network namespace (its lo carries the node IP); kubectl reaches the apiserver through 127.0.0.1"
+	}
+	fmt.Fprintf(o.out, "A mini-cluster in this process: etcd, kube-apiserver and %d real kubelet(s), all k8s.io/kubernetes v1.37.2.\n", len(c.Nodes))
+	fmt.Fprintf(o.out, "  network:     %s\n  node IP:     %s\n  kubeconfig:  %s\n  log:         %s\n\n", network, nodeIP, kubeconfig, logFile)
+
+	if err := c.WaitForNodesReady(ctx); err != nil {
+		return interrupted(ctx, fmt.Errorf("nodes not ready: %w", err))
+	}
+	listing, err := staticpods.List(o.staticPodPath, "node")
+	if err != nil {
+		return err
+	}
+	mirrors, err := c.WaitForRunningMirrorPods(ctx, len(listing.Pods)*len(c.Nodes))
+	if err != nil {
+		return interrupted(ctx, fmt.Errorf("mirror pods: %w", err))
+	}
+	if err := o.printNodes(ctx, c); err != nil {
+		return err
+	}
+	fmt.Fprintln(o.out, "\nMirror pods — the apiserver's copies of the kubelets' static pods, as `kubectl get pods -A` shows them on minikube:")
+	var rows []podtable.Row
+	for i := range mirrors {
+		rows = append(rows, podtable.Row{Node: mirrors[i].Spec.NodeName, Pod: &mirrors[i]})
+	}
+	if err := podtable.Print(o.out, rows, podtable.Namespace, podtable.Name, podtable.Status, podtable.Node, podtable.Age(time.Now)); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.out, "\nTry:\n  kubectl --kubeconfig %s get nodes,pods -A\n  kubectl --kubeconfig %s get --raw /api/v1/nodes/%s/proxy/pods\n",
+		kubeconfig, kubeconfig, c.Nodes[0].Name)
+	if o.once {
+		return nil
+	}
+	fmt.Fprintln(o.out, "\nServing until Ctrl-C.")
+	<-ctx.Done()
+	fmt.Fprintln(o.out)
+	return nil
+}
+
+// printNodes is `kubectl get nodes -o wide`, in short.
+func (o *clusterOptions) printNodes(ctx context.Context, c *minicluster.Cluster) error {
+	nodes, err := c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	tw := printers.GetNewTabWriter(o.out)
+	fmt.Fprintln(tw, "NODE\tSTATUS\tKUBELET (INTERNAL-IP:PORT)")
+	for _, n := range nodes.Items {
+		status := "NotReady"
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+				status = "Ready"
+			}
+		}
+		ip := ""
+		for _, a := range n.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP {
+				ip = a.Address
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", n.Name, status, net.JoinHostPort(ip, strconv.Itoa(int(n.Status.DaemonEndpoints.KubeletEndpoint.Port))))
+	}
+	return tw.Flush()
+}
+
+// interrupted turns an error caused by Ctrl-C into a quiet exit.
+func interrupted(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// checkKubeconfig checks, before anything starts, that the cluster's entries can be merged into
+// the kubeconfig at path: a new file in a directory that exists, or a kubeconfig that names no
+// cluster, context or user as the cluster's do (merged in, they would replace the reader's, and
+// taking them out on exit would lose them), and that no other user can read (the cluster's admin
+// key goes into it).
+func checkKubeconfig(path string) error {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return program.Absent("--kubeconfig", path)
+	}
+	if err != nil {
+		return fmt.Errorf("--kubeconfig %s: %w", path, err)
+	}
+	existing, err := loadKubeconfig(data)
+	if err != nil {
+		return fmt.Errorf("--kubeconfig %s: %w", path, err)
+	}
+	if err := privateKubeconfig(path); err != nil {
+		return err
+	}
+	ours := clientcmdapi.NewConfig()
+	ours.Clusters[contextName] = nil
+	ours.Contexts[contextName] = nil
+	ours.AuthInfos[contextName+"-admin"] = nil
+	return conflicts(path, existing, ours)
+}
+
+// privateKubeconfig refuses a kubeconfig that other users can read: the cluster's admin key
+// goes into it, and would be theirs too for as long as the cluster runs.
+func privateKubeconfig(path string) error {
+	info, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("--kubeconfig %s: %w", path, err)
+	}
+	if perm := info.Mode().Perm(); perm&0o044 != 0 {
+		return fmt.Errorf("--kubeconfig %s is readable by other users (mode %04o); the cluster's admin key would be too: chmod 600 %s", path, perm, path)
+	}
+	return nil
+}
+
+// loadKubeconfig reads a kubeconfig: an empty file, or one of kind Config. clientcmd.Load takes
+// any YAML mapping for an empty kubeconfig, and merging into it would rewrite a file of notes.
+func loadKubeconfig(data []byte) (*clientcmdapi.Config, error) {
+	if len(bytes.TrimSpace(data)) > 0 {
+		var typeMeta metav1.TypeMeta
+		if err := yaml.Unmarshal(data, &typeMeta); err != nil || typeMeta.Kind != "Config" {
+			return nil, errors.New("not a kubeconfig (no kind: Config), so nothing is merged into it")
+		}
+	}
+	config, err := clientcmd.Load(data)
+	if err != nil {
+		return nil, fmt.Errorf("not a kubeconfig, so nothing is merged into it: %w", err)
+	}
+	return config, nil
+}
+
+// conflicts says which of ours' names existing has already.
+func conflicts(path string, existing, ours *clientcmdapi.Config) error {
+	for _, kind := range []struct {
+		what          string
+		existing, our []string
+	}{
+		{"cluster", slices.Collect(maps.Keys(existing.Clusters)), slices.Collect(maps.Keys(ours.Clusters))},
+		{"context", slices.Collect(maps.Keys(existing.Contexts)), slices.Collect(maps.Keys(ours.Contexts))},
+		{"user", slices.Collect(maps.Keys(existing.AuthInfos)), slices.Collect(maps.Keys(ours.AuthInfos))},
+	} {
+		for _, name := range kind.our {
+			if slices.Contains(kind.existing, name) {
+				return fmt.Errorf("--kubeconfig %s: it has a %s %q already (another mini-cluster's?), which this one would replace: "+
+					"name another file, or delete it (kubectl config delete-%s %s)", path, kind.what, name, kind.what, name)
+			}
+		}
+	}
+	return nil
+}
+
+// mergeKubeconfig merges the kubeconfig at generated into the one at path, as minikube and
+// `kubectl config` do: the clusters, users and contexts added, the current context set to the
+// cluster's. The returned function takes out what was added, and only that: the entries if they
+// are still the cluster's, the current context if it is still the cluster's; a file it created,
+// it removes; a file that is then as it was, it writes back byte for byte.
+func mergeKubeconfig(generated, path string) (unmerge func() error, err error) {
+	ours, err := clientcmd.LoadFromFile(generated)
+	if err != nil {
+		return nil, err
+	}
+	original, err := os.ReadFile(path)
+	created := errors.Is(err, fs.ErrNotExist)
+	if err != nil && !created {
+		return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
+	}
+	merged, err := loadKubeconfig(original)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
+	}
+	if err := conflicts(path, merged, ours); err != nil {
+		return nil, err
+	}
+	// The admin key goes in: a new file is the reader's alone (made here, never one another user
+	// made meanwhile), an existing one must be already.
+	if created {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
+		}
+		if err := f.Close(); err != nil {
+			_ = os.Remove(path)
+			return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
+		}
+	} else if err := privateKubeconfig(path); err != nil {
+		return nil, err
+	}
+	before := merged.DeepCopy()
+	maps.Copy(merged.Clusters, ours.Clusters)
+	maps.Copy(merged.AuthInfos, ours.AuthInfos)
+	maps.Copy(merged.Contexts, ours.Contexts)
+	merged.CurrentContext = ours.CurrentContext
+	if err := clientcmd.WriteToFile(*merged, path); err != nil {
+		if created {
+			_ = os.Remove(path)
+		}
+		return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
+	}
+	takeOut := func() error {
+		now, err := clientcmd.LoadFromFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // the reader removed it
+		}
+		if err != nil {
+			return err
+		}
+		for name, c := range ours.Clusters {
+			if n, ok := now.Clusters[name]; ok && n.Server == c.Server && bytes.Equal(n.CertificateAuthorityData, c.CertificateAuthorityData) {
+				delete(now.Clusters, name)
+			}
+		}
+		for name, a := range ours.AuthInfos {
+			if n, ok := now.AuthInfos[name]; ok && bytes.Equal(n.ClientCertificateData, a.ClientCertificateData) {
+				delete(now.AuthInfos, name)
+			}
+		}
+		for name, c := range ours.Contexts {
+			if n, ok := now.Contexts[name]; ok && n.Cluster == c.Cluster && n.AuthInfo == c.AuthInfo {
+				delete(now.Contexts, name)
+			}
+		}
+		if now.CurrentContext == ours.CurrentContext {
+			now.CurrentContext = before.CurrentContext
+		}
+		switch {
+		case created && len(now.Clusters)+len(now.AuthInfos)+len(now.Contexts) == 0 && now.CurrentContext == "":
+			return os.Remove(path)
+		case !created && sameConfig(now, before):
+			return os.WriteFile(path, original, 0o600)
+		}
+		return clientcmd.WriteToFile(*now, path)
+	}
+	// Should a kubelet end the process (os.Exit(1)), the cluster's credentials come out first.
+	unregister := kubeletlog.AtExit(func() { _ = takeOut() })
+	return func() error {
+		unregister()
+		return takeOut()
+	}, nil
+}
+
+// sameConfig compares two kubeconfigs as written, without where each entry was read from.
+func sameConfig(a, b *clientcmdapi.Config) bool {
+	x, errA := clientcmd.Write(*a)
+	y, errB := clientcmd.Write(*b)
+	return errA == nil && errB == nil && bytes.Equal(x, y)
+}

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-client/kubeletclient"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/podtable"
+)
+
+// watcher turns successive polls into the changes an agent's pod cache sees: ADD for a pod
+// not seen before (or seen with another UID: a static pod whose manifest changed is a new
+// pod), UPDATE when what kubectl's columns say changed, REMOVE when a node that answered no
+// longer lists it. A node that did not answer removes nothing: not knowing is not gone.
+type watcher struct {
+	seen map[string]watched // by node/namespace/name
+}
+
+type watched struct {
+	node, uid string
+	summary   podtable.Summary // without "(5m ago)", which changes every poll
+	ip        string
+}
+
+func (w *watcher) report(out io.Writer, rows []podtable.Row, answered map[string]bool) {
+	now := map[string]watched{}
+	for _, r := range rows {
+		key := r.Node + "/" + r.Pod.Namespace + "/" + r.Pod.Name
+		now[key] = watched{node: r.Node, uid: string(r.Pod.UID), summary: podtable.Summarize(r.Pod, time.Time{}), ip: r.Pod.Status.PodIP}
+	}
+	var lines []string
+	name := func(key string) string { _, nsName, _ := strings.Cut(key, "/"); return nsName }
+	for key, p := range now {
+		old, ok := w.seen[key]
+		switch {
+		case !ok || old.uid != p.uid:
+			if ok {
+				lines = append(lines, fmt.Sprintf("REMOVE %s %s (uid %s replaced)", old.node, name(key), old.uid))
+			}
+			lines = append(lines, fmt.Sprintf("ADD    %s %s %s %s %s", p.node, name(key), p.summary.Ready, p.summary.Status, p.summary.Restarts))
+		case old.summary != p.summary || old.ip != p.ip:
+			var what []string
+			for _, d := range [][3]string{{"READY", old.summary.Ready, p.summary.Ready}, {"STATUS", old.summary.Status, p.summary.Status},
+				{"RESTARTS", old.summary.Restarts, p.summary.Restarts}, {"IP", old.ip, p.ip}} {
+				if d[1] != d[2] {
+					what = append(what, d[0]+" "+orNone(d[1])+" → "+orNone(d[2]))
+				}
+			}
+			lines = append(lines, fmt.Sprintf("UPDATE %s %s %s", p.node, name(key), strings.Join(what, ", ")))
+		}
+	}
+	for key, old := range w.seen {
+		if _, ok := now[key]; !ok && answered[old.node] {
+			lines = append(lines, fmt.Sprintf("REMOVE %s %s", old.node, name(key)))
+		} else if !ok {
+			now[key] = old // its node did not answer: keep it
+		}
+	}
+	sort.SliceStable(lines, func(i, j int) bool { return lines[i][7:] < lines[j][7:] }) // by node and pod, not by kind
+	for _, l := range lines {
+		fmt.Fprintln(out, kubeletclient.Printable(l, false)) // names and states are the kubelet's text
+	}
+	w.seen = now
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
+}

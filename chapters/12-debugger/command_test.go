@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/repo"
+)
+
+func TestValidate(t *testing.T) {
+	notExecutable := filepath.Join(t.TempDir(), "dlv")
+	require.NoError(t, os.WriteFile(notExecutable, []byte("#!/bin/sh\n"), 0o600))
+	for _, tc := range []struct {
+		name string
+		opts debugOptions
+		err  string
+	}{
+		{"the defaults", debugOptions{frames: 3, timeout: time.Minute}, ""},
+		{"no callers", debugOptions{frames: 0, timeout: time.Minute}, ""},
+		{"negative frames", debugOptions{frames: -1, timeout: time.Minute}, "--frames -1: from 0 to 50"},
+		{"too many frames", debugOptions{frames: 51, timeout: time.Minute}, "--frames 51: from 0 to 50"},
+		{"no time", debugOptions{frames: 3, timeout: 0}, "--timeout 0s: must be more than 0"},
+		{"a Delve that is not there", debugOptions{frames: 3, timeout: time.Minute, dlv: "/nonexistent/dlv"}, "--dlv /nonexistent/dlv: stat /nonexistent/dlv: no such file or directory"},
+		{"a directory", debugOptions{frames: 3, timeout: time.Minute, dlv: os.TempDir()}, "not an executable file"},
+		{"a file that is not executable", debugOptions{frames: 3, timeout: time.Minute, dlv: notExecutable}, "not an executable file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.opts.validate()
+			if tc.err == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.err)
+		})
+	}
+}
+
+// The chapter's client (service/rpc2, in the main go.mod) and the Delve it drives (built from
+// chapters/machinery/support/delve) are one version: a client speaks the API of its own release.
+func TestDelvePinsAgree(t *testing.T) {
+	version := regexp.MustCompile(`(?m)^\s*(?:require\s+)?github\.com/go-delve/delve (v\S+)`)
+	var versions []string
+	for _, gomod := range []string{"go.mod", "chapters/machinery/support/delve/go.mod"} {
+		data, err := os.ReadFile(repo.Path(gomod))
+		require.NoError(t, err)
+		m := version.FindSubmatch(data)
+		require.NotNil(t, m, "%s requires github.com/go-delve/delve", gomod)
+		versions = append(versions, string(m[1]))
+	}
+	assert.Equal(t, versions[0], versions[1], "go.mod and chapters/machinery/support/delve/go.mod pin Delve")
+}
+
+// The chain refuses to start without a debugger: it would build the real container manager.
+func TestChainRefusesWithoutDebugger(t *testing.T) {
+	dir := t.TempDir()
+	binary := filepath.Join(dir, "kubelet-chain")
+	out, err := exec.Command("go", "build", "-o", binary, chainPackage).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	run := filepath.Join(dir, "run")
+	require.NoError(t, os.Mkdir(run, 0o700))
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var output bytes.Buffer
+	cmd := exec.CommandContext(ctx, binary, run)
+	cmd.Stdout, cmd.Stderr = &output, &output
+	err = cmd.Run()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "%s", output.String())
+	assert.Equal(t, 1, exit.ExitCode())
+	assert.Contains(t, output.String(), "kubelet-chain runs under Delve, which calls main.kubemarkReplacements at run's first line")
+	entries, err := os.ReadDir(run)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "nothing started, nothing written")
+}
+
+// The chain stops at every step as a normal user (Delve as nobody when the tests run as root):
+// nothing of run's, or of kubemark's replacements, may need root — the kernel's log, for one,
+// is closed to a normal user where kernel.dmesg_restrict is 1.
+func TestChainAsANormalUser(t *testing.T) {
+	base := ""
+	if os.Geteuid() == 0 && !traversable(os.TempDir()) {
+		base = "/tmp" // nobody must reach Delve and the chain: not through a 0700 TMPDIR (make test's)
+	}
+	dir, err := os.MkdirTemp(base, "chain-user-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	dlv := filepath.Join(dir, "dlv")
+	out, err := exec.Command("go", "build", "-C", repo.Path("chapters", "support", "delve"), "-o", dlv, "github.com/go-delve/delve/cmd/dlv").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	binary := filepath.Join(dir, "kubelet-chain")
+	out, err = exec.Command("go", "build", "-gcflags="+chainPackage+"=-N -l", "-o", binary, chainPackage).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	work := filepath.Join(dir, "chain")
+	require.NoError(t, os.Mkdir(work, 0o700))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var credential *syscall.Credential
+	if os.Geteuid() == 0 {
+		const nobody = 65534
+		credential = &syscall.Credential{Uid: nobody, Gid: nobody}
+		for _, p := range []string{dir, work} {
+			require.NoError(t, os.Chown(p, nobody, nobody))
+		}
+		require.NoError(t, os.Chmod(dir, 0o755))
+	}
+	session, err := startDelve(ctx, dlv, binary, work, filepath.Join(t.TempDir(), "session.log"), credential)
+	require.NoError(t, err)
+	defer session.stop()
+	var story bytes.Buffer
+	o := &debugOptions{frames: 1, out: &story}
+	require.NoError(t, o.step(session.client, paths{}), "%s\n%s", &story, session.tail())
+	for i, s := range chain {
+		assert.Contains(t, story.String(), fmt.Sprintf("%2d. %s — ", i+1, shortFunc(s.function)))
+	}
+	_, err = os.Stat("/var/lib/kubelet")
+	assert.True(t, os.IsNotExist(err), "the chain made /var/lib/kubelet")
+}
+
+// traversable says whether every directory down to dir lets any user through.
+func traversable(dir string) bool {
+	for d := dir; ; d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err != nil || st.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		if filepath.Dir(d) == d {
+			return true
+		}
+	}
+}

@@ -1,0 +1,286 @@
+package images
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/lab/dockerd"
+)
+
+// The base image's root file system: Debian bookworm, as minikube's kicbase is today, made with
+// debootstrap with the packages kicbase installs that a node with containerd uses (kicbase also
+// carries Docker, cri-dockerd, CRI-O, podman and nerdctl, for its other runtimes), and the
+// changes kicbase's Dockerfile makes to it: the `docker` user minikube logs in as, with
+// passwordless sudo; systemd without the units a container does not need.
+
+// Suite is the Debian release of the base image (kicbase v0.0.50: debian:bookworm-slim).
+const Suite = "bookworm"
+
+// rootfsPackages are installed on top of debootstrap's minimal base.
+var rootfsPackages = []string{
+	"systemd", "systemd-sysv", "dbus", // PID 1, systemctl, journalctl
+	"conntrack", "iptables", "nftables", "iproute2", "ethtool", "socat", "util-linux", "mount", "ebtables", "kmod", // kubeadm's preflight, kube-proxy
+	"libseccomp2", "pigz", "lz4", "bash", "ca-certificates", "curl", "rsync", "openssl", "procps", "less",
+	"iputils-ping", "netcat-openbsd", "vim-tiny",
+	"sudo", "openssh-server", // minikube's way in: ssh as docker, then sudo
+}
+
+// rootfsChanges is what kicbase's Dockerfile does to its packages, run in the root file system.
+// Changing it (or the packages) makes the root file system again.
+var rootfsChanges = []string{
+	// minikube ssh logs in as docker (kic.go), who may sudo without a password.
+	"groupadd -f docker",
+	"useradd --create-home --shell /bin/bash --gid docker --groups sudo docker",
+	"passwd --delete docker",
+	"install -d -o docker -g docker -m 0700 /home/docker/.ssh",
+	// buildctl talks to BuildKit's socket, group buildkit.
+	"groupadd --system buildkit",
+	"usermod --append --groups buildkit docker",
+	// systemd starts only what a node needs: kicbase removes the rest of what packages enable.
+	"rm -f /lib/systemd/system/multi-user.target.wants/* /etc/systemd/system/*.wants/* /lib/systemd/system/local-fs.target.wants/*" +
+		" /lib/systemd/system/sockets.target.wants/*udev* /lib/systemd/system/sockets.target.wants/*initctl* /lib/systemd/system/basic.target.wants/*" +
+		" /lib/systemd/system/sysinit.target.wants/systemd-tmpfiles-setup.service",
+	// What a node does not need: downloaded packages, package lists, documentation.
+	"rm -rf /var/cache/apt/archives/*.deb /var/lib/apt/lists/* /usr/share/doc/* /usr/share/man/* /usr/share/locale/*",
+	// Each container makes its own machine ID (the entrypoint).
+	": > /etc/machine-id",
+}
+
+// rootfsDone marks a complete root file system; it holds what it was made with.
+const rootfsDone = ".kubelet-walkthrough-rootfs"
+
+// rootfsMaking marks a root file system being made: MakeRootfs writes it into the directory
+// before debootstrap runs there, and removes it after rootfsDone is written. A directory with
+// either marker is one MakeRootfs made; only such a directory (or a new or empty one) is
+// removed to make a root file system again.
+const rootfsMaking = ".kubelet-walkthrough-rootfs-in-progress"
+
+// CheckRootfsDir says whether MakeRootfs may remove dir to make a root file system there: a
+// new or empty directory, or one holding MakeRootfs's own marker (finished, or in progress
+// when a debootstrap stopped). Any other directory is refused — one that merely holds an entry
+// named debootstrap too (/usr/sbin does): it is not the lab's to remove.
+func CheckRootfsDir(dir string) error {
+	if dir == "" {
+		return errors.New("name a directory")
+	}
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case len(entries) == 0:
+		return nil
+	}
+	for _, mark := range []string{rootfsDone, rootfsMaking} {
+		if info, err := os.Lstat(filepath.Join(dir, mark)); err == nil && info.Mode().IsRegular() {
+			return nil
+		}
+	}
+	return errors.New("a directory that lab rootfs did not make, and it would remove it to make one: name a new directory (lab rootfs marks its own with " + rootfsMaking + ", then " + rootfsDone + ")")
+}
+
+func rootfsRecipe() string {
+	return Suite + "\n" + strings.Join(rootfsPackages, ",") + "\n" + strings.Join(rootfsChanges, "\n") + "\n"
+}
+
+// RootfsReady says whether dir holds a root file system made with today's recipe.
+func RootfsReady(dir string) bool {
+	data, err := os.ReadFile(filepath.Join(dir, rootfsDone))
+	return err == nil && string(data) == rootfsRecipe()
+}
+
+// What MakeRootfs runs, and how it tells it may (tests replace them).
+var (
+	lookPath = exec.LookPath
+	realRoot = dockerd.RealRoot
+	runTool  = func(ctx context.Context, name string, args ...string) ([]byte, error) {
+		return exec.CommandContext(ctx, name, args...).CombinedOutput()
+	}
+)
+
+// MakeRootfs makes the base image's root file system in dir with debootstrap, unless dir holds
+// one made with the same recipe. mirror is the Debian mirror ("": the machine's own, see
+// DebianMirror). It needs root and Debian's debootstrap.
+func MakeRootfs(ctx context.Context, dir, mirror string, log io.Writer) error {
+	if RootfsReady(dir) {
+		return nil
+	}
+	if err := CheckRootfsDir(dir); err != nil {
+		return fmt.Errorf("the root file system's directory %s: %w", dir, err)
+	}
+	if _, err := lookPath("debootstrap"); err != nil {
+		return fmt.Errorf("the base image's root file system is made with debootstrap (apt-get install debootstrap): %w", err)
+	}
+	if !realRoot() {
+		return fmt.Errorf("debootstrap needs root (the machine's: uid 0 in a user namespace is not)")
+	}
+	if mirror == "" {
+		mirror = DebianMirror(os.ReadFile, filepath.Glob)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	// The marker goes in first, so that a debootstrap that stops leaves a directory lab rootfs
+	// knows as its own.
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, rootfsMaking), []byte(rootfsRecipe()), 0o644); err != nil {
+		return err
+	}
+	start := time.Now()
+	from := "debootstrap's default mirror"
+	args := []string{"--variant=minbase", "--include=" + strings.Join(rootfsPackages, ","), Suite, dir}
+	if mirror != "" {
+		from, args = mirror, append(args, mirror)
+	}
+	fmt.Fprintf(log, "Making the base image's root file system in %s (debootstrap %s from %s, a minute or two) …\n", dir, Suite, from)
+	out, err := runTool(ctx, "debootstrap", args...)
+	if err != nil {
+		return fmt.Errorf("debootstrap: %w\n%s", err, lastLines(string(out), 20))
+	}
+	for _, change := range rootfsChanges {
+		if out, err := runTool(ctx, "chroot", dir, "/bin/sh", "-c", change); err != nil {
+			return fmt.Errorf("in the root file system, %s: %w: %s", change, err, out)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, rootfsDone), []byte(rootfsRecipe()), 0o644); err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(dir, rootfsMaking)); err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "Root file system made in %s.\n", time.Since(start).Round(time.Second))
+	return nil
+}
+
+// DebianMirror finds the Debian mirror this machine's apt uses: the first source, in
+// /etc/apt/sources.list (one-line format) or /etc/apt/sources.list.d (*.list, or deb822
+// *.sources), that serves a Debian suite. "" when there is none (an Ubuntu machine, say):
+// debootstrap then uses its own default.
+func DebianMirror(readFile func(string) ([]byte, error), glob func(string) ([]string, error)) string {
+	files := []string{"/etc/apt/sources.list"}
+	for _, pattern := range []string{"/etc/apt/sources.list.d/*.list", "/etc/apt/sources.list.d/*.sources"} {
+		more, _ := glob(pattern)
+		slices.Sort(more)
+		files = append(files, more...)
+	}
+	for _, f := range files {
+		data, err := readFile(f)
+		if err != nil {
+			continue
+		}
+		var found string
+		if strings.HasSuffix(f, ".sources") {
+			found = deb822Mirror(string(data))
+		} else {
+			found = oneLineMirror(string(data))
+		}
+		if found != "" {
+			return found
+		}
+	}
+	return ""
+}
+
+// debianSuites are the Debian releases whose archive holds bookworm too.
+var debianSuites = []string{"bookworm", "trixie", "forky", "sid", "stable", "testing", "unstable", "oldstable"}
+
+func isDebianSuite(suite string) bool { return slices.Contains(debianSuites, suite) }
+
+// oneLineMirror reads "deb [options] URI suite component…" lines.
+func oneLineMirror(text string) string {
+	s := bufio.NewScanner(strings.NewReader(text))
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		if len(fields) < 3 || fields[0] != "deb" {
+			continue
+		}
+		rest := fields[1:]
+		if strings.HasPrefix(rest[0], "[") { // options, up to the closing bracket
+			for len(rest) > 0 && !strings.HasSuffix(rest[0], "]") {
+				rest = rest[1:]
+			}
+			if len(rest) > 0 {
+				rest = rest[1:]
+			}
+		}
+		if len(rest) >= 2 && isDebianSuite(rest[1]) {
+			return strings.TrimSuffix(rest[0], "/")
+		}
+	}
+	return ""
+}
+
+// deb822Mirror reads stanzas of "Types:", "URIs:", "Suites:" fields (deb822: stanzas apart by
+// blank lines, a field's value may go on over lines that begin with a space), skipping those
+// with "Enabled: no".
+func deb822Mirror(text string) string {
+	var stanzas [][]string
+	var current []string
+	for _, line := range strings.Split(text, "\n") {
+		if strings.TrimSpace(line) == "" {
+			if len(current) > 0 {
+				stanzas = append(stanzas, current)
+			}
+			current = nil
+			continue
+		}
+		current = append(current, line)
+	}
+	if len(current) > 0 {
+		stanzas = append(stanzas, current)
+	}
+	for _, stanza := range stanzas {
+		fields := map[string]string{}
+		key := ""
+		for _, line := range stanza {
+			switch {
+			case strings.HasPrefix(strings.TrimSpace(line), "#"):
+			case strings.HasPrefix(line, " ") || strings.HasPrefix(line, "\t"):
+				if key != "" {
+					fields[key] += " " + strings.TrimSpace(line)
+				}
+			default:
+				k, value, ok := strings.Cut(line, ":")
+				if !ok {
+					continue
+				}
+				key = strings.ToLower(strings.TrimSpace(k))
+				fields[key] = strings.TrimSpace(value)
+			}
+		}
+		if strings.EqualFold(fields["enabled"], "no") || !slices.Contains(strings.Fields(fields["types"]), "deb") {
+			continue
+		}
+		uris := strings.Fields(fields["uris"])
+		if len(uris) == 0 {
+			continue
+		}
+		for _, suite := range strings.Fields(fields["suites"]) {
+			if isDebianSuite(suite) {
+				return strings.TrimSuffix(uris[0], "/")
+			}
+		}
+	}
+	return ""
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,26 @@
+// Package repocheck holds the checks that keep the repository together — tests, run by
+// `make test` (most of them by `make verify`):
+//
+//   - readme_test.go: every chapter README's commands run for real, their output compared with
+//     the README's samples (TestChapterREADMEs; `make update-golden` rewrites the samples, which
+//     is `go test ./chapters/machinery/repocheck -run TestChapterREADMEs -update`), with the normalisers
+//     each pinned by a case they must leave alone;
+//   - makerun_test.go: the README's first command, `make run`, run as a reader runs it;
+//   - bad_input_test.go: every row of .ci/bad-input.md, a command run with a bad input, refused at
+//     once with what the row says, nothing left behind and the reader's file unchanged;
+//   - deps_test.go: the import rules of the layout the README describes, the pinned staging
+//     modules, the client's light dependency graph;
+//   - layout_test.go: the README's layout section and the tree agree;
+//   - linkname_test.go: every //go:linkname declaration against the pinned source;
+//   - makefile_test.go, mains_test.go, platforms_test.go, prerequisites_test.go, bench_test.go:
+//     the Makefile's test commands, one shape of main, where each chapter runs, make test's
+//     prerequisites, the benchmarks' ratios;
+//   - skips_test.go: every skip goes through chapters/machinery/testsupport/tier (which fails under CI=true
+//     what CI promises), but for the few listed, each saying why it is not a tier's.
+//
+// One command lives here too: typecheck (chapters/machinery/repocheck/typecheck), which type-checks the
+// chapters that run on macOS and Windows for those platforms, from source (make verify-platforms).
+//
+// The notes' citations of the kubelet's source are checked by the notes package itself
+// (notes/citations.go, `make verify-notes`).
+package repocheck

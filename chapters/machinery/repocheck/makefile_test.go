@@ -1,0 +1,97 @@
+package repocheck
+
+import (
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestMakefileGoTests: every `go test` of the Makefile says how long it may take (a cold build on
+// 2 cores outlasts go test's default 10 minutes, and a hung test must still end), and those that
+// run whole packages' tests shuffle them, so that no test depends on another having run first.
+func TestMakefileGoTests(t *testing.T) {
+	data, err := os.ReadFile("../Makefile")
+	require.NoError(t, err)
+	goTest := regexp.MustCompile(`(?m)^\t.*\$\(GO\) test .*$`)
+	lines := goTest.FindAllString(string(data), -1)
+	require.NotEmpty(t, lines, "the Makefile's go test commands")
+	whole := 0
+	for _, line := range lines {
+		if strings.Contains(line, "echo ") {
+			continue // what a target prints it will run, not a run
+		}
+		assert.Contains(t, line, " -timeout $(TIMEOUT) ", "%s", strings.TrimSpace(line))
+		// make test's stages run in a temporary directory of their own, which must stay empty.
+		if (strings.Contains(line, "-shuffle=on") && !strings.Contains(line, "./chapters/$*/")) ||
+			(strings.Contains(line, "TestChapterREADMEs") && !strings.Contains(line, "-update")) || strings.Contains(line, "TestRehearseWorkshop") {
+			assert.Contains(t, line, ".ci/clean-tmp ", "%s", strings.TrimSpace(line))
+		}
+		// A command that picks its tests (-run) runs a few named ones; one that does not, runs all.
+		if !strings.Contains(line, " -run ") {
+			whole++
+			assert.Contains(t, line, " -shuffle=on ", "%s", strings.TrimSpace(line))
+		}
+	}
+	assert.GreaterOrEqual(t, whole, 3, "test-unit, test-race and test-<chapter> run whole packages")
+
+	// The README runs are a script's (.ci/readmes): its one go test command has a timeout and runs
+	// in a temporary directory of its own.
+	readmes, err := os.ReadFile("../.ci/readmes")
+	require.NoError(t, err)
+	run := regexp.MustCompile(`(?m)^\s*\.ci/clean-tmp .*"\$GO" test -timeout "\$TIMEOUT" .*$`).FindAllString(string(readmes), -1)
+	assert.Len(t, run, 1, ".ci/readmes runs go test through .ci/clean-tmp with -timeout, in one place")
+	assert.Equal(t, 1, strings.Count(string(readmes), `"$GO" test`), ".ci/readmes has one go test command")
+}
+
+// TestCleanTmp: .ci/clean-tmp fails a command that leaves anything in its temporary directory,
+// says what, and removes it; a command that leaves nothing passes with its own exit status.
+func TestCleanTmp(t *testing.T) {
+	tmp := t.TempDir()
+	tests := []struct {
+		name, script string
+		fails        bool
+		says         string
+	}{
+		{"leaves nothing", "mktemp -d >/dev/null && rm -rf \"$TMPDIR\"/tmp.*", false, ""},
+		{"leaves a directory", "mktemp -d >/dev/null", true, "left this in its temporary directory"},
+		{"fails by itself", "exit 3", true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.Command("../.ci/clean-tmp", "bash", "-c", tt.script)
+			cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+			out, err := cmd.CombinedOutput()
+			if tt.fails {
+				assert.Error(t, err, "%s", out)
+			} else {
+				assert.NoError(t, err, "%s", out)
+			}
+			assert.Contains(t, string(out), tt.says)
+			left, err := os.ReadDir(tmp)
+			require.NoError(t, err)
+			assert.Empty(t, left, "clean-tmp removes its directory")
+		})
+	}
+}
+
+// TestMakefileReadsInAMinute: the Makefile says what each target does and stays short; recipes
+// that need more live in scripts (.ci/) or in an included file of their own (the lab's builds,
+// chapters/machinery/lab/lab.mk).
+func TestMakefileReadsInAMinute(t *testing.T) {
+	data, err := os.ReadFile("../Makefile")
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	assert.LessOrEqual(t, len(lines), 160, "the Makefile's lines")
+	target := regexp.MustCompile(`^([a-zA-Z0-9_%-]+):([^=]|$)`)
+	targetVariable := regexp.MustCompile(`^[a-zA-Z0-9_%-]+: [A-Z_]+ *[?:]?=`) // a target-specific variable, not a rule
+	for i, line := range lines {
+		if m := target.FindStringSubmatch(line); m != nil && m[1] != ".PHONY" && !targetVariable.MatchString(line) {
+			assert.Contains(t, line, "## ", "Makefile:%d: target %s says what it does (## …)", i+1, m[1])
+		}
+	}
+}

@@ -1,0 +1,151 @@
+package repocheck
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// notTiers are the skips that are not a tier's, by file and function, each with why a skip is
+// right there under CI=true too. Every other skip goes through chapters/machinery/testsupport/tier, which
+// fails under CI=true what CI promises to run (tier.Require, tier.Unavailable, tier.Long for
+// -short): a bare t.Skip would turn "could not run" into a pass there.
+var notTiers = map[string]string{
+	"examples/workshop/12-toy-remove/remove_test.go TestRemove": "the exercise's test fails until an attendee solves it; " +
+		"its checker runs it with WORKSHOP_EXERCISE=1 and fails on a skip (examples/workshop/checks/coding.go)",
+	"examples/workshop/13-toy-namespace-filter/filter_test.go TestNamespaceFilter": "the exercise's test fails until an attendee solves it; " +
+		"its checker runs it with WORKSHOP_EXERCISE=1 and fails on a skip (examples/workshop/checks/coding.go)",
+	"chapters/machinery/repocheck/readme_test.go TestChapterREADMEs": "a sample for the other kind of host (cgroup v1 or v2): " +
+		"compared in the run as that host, which CI makes (.ci/cgroup-v1, .ci/cgroup-v2)",
+	"chapters/08-minicluster/minicluster/tb.go programTB.Skip":  "a testing.TB for a program, not a test: its SkipNow panics",
+	"chapters/08-minicluster/minicluster/tb.go programTB.Skipf": "a testing.TB for a program, not a test: its SkipNow panics",
+}
+
+// skipCalls finds the calls of Skip, Skipf and SkipNow in a Go file, and of testing.Short (a
+// test that returns on -short passes where it should skip, or fail under CI: tier.Long), as
+// "FUNCTION" (or "TYPE.METHOD") → the lines they are on.
+func skipCalls(fset *token.FileSet, file *ast.File) map[string][]int {
+	found := map[string][]int{}
+	for _, decl := range file.Decls {
+		name := "package level"
+		if fn, ok := decl.(*ast.FuncDecl); ok {
+			name = fn.Name.Name
+			if fn.Recv != nil && len(fn.Recv.List) == 1 {
+				recv := fn.Recv.List[0].Type
+				if star, ok := recv.(*ast.StarExpr); ok {
+					recv = star.X
+				}
+				if id, ok := recv.(*ast.Ident); ok {
+					name = id.Name + "." + name
+				}
+			}
+		}
+		ast.Inspect(decl, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			if sel, ok := call.Fun.(*ast.SelectorExpr); ok {
+				pkg, _ := sel.X.(*ast.Ident)
+				switch {
+				case sel.Sel.Name == "Skip", sel.Sel.Name == "Skipf", sel.Sel.Name == "SkipNow",
+					sel.Sel.Name == "Short" && pkg != nil && pkg.Name == "testing":
+					found[name] = append(found[name], fset.Position(call.Pos()).Line)
+				}
+			}
+			return true
+		})
+	}
+	return found
+}
+
+func TestSkipCalls(t *testing.T) {
+	tests := []struct {
+		name, src string
+		want      map[string][]int
+	}{
+		{"t.Skip", "package x\nfunc TestA(t *testing.T) {\n\tt.Skip(\"no\")\n}\n", map[string][]int{"TestA": {3}}},
+		{"Skipf and SkipNow, in a closure", "package x\nfunc TestA(t *testing.T) {\n\tt.Run(\"a\", func(t *testing.T) { t.Skipf(\"%d\", 1) })\n\tb.SkipNow()\n}\n",
+			map[string][]int{"TestA": {3, 4}}},
+		{"a helper's method", "package x\nfunc (h *helper) stop(tb testing.TB) {\n\ttb.Skip()\n}\n", map[string][]int{"helper.stop": {3}}},
+		{"at package level", "package x\nvar skip = func(t *testing.T) { t.Skip() }\n", map[string][]int{"package level": {2}}},
+		{"tier is not a skip", "package x\nfunc TestA(t *testing.T) {\n\ttier.Require(t, \"root\", err)\n\ttier.Long(t, \"a build\")\n}\n", map[string][]int{}},
+		{"a method named Skip is declared, not called", "package x\nfunc (r *rec) Skip(a ...any) { r.skipped = true }\n", map[string][]int{}},
+		{"testing.Short, which passes a test that returns", "package x\nfunc TestA(t *testing.T) {\n\tif testing.Short() {\n\t\treturn\n\t}\n}\n", map[string][]int{"TestA": {3}}},
+		{"another package's Short", "package x\nfunc TestA(t *testing.T) {\n\t_ = strings.Short()\n}\n", map[string][]int{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fset := token.NewFileSet()
+			file, err := parser.ParseFile(fset, "x_test.go", tt.src, parser.SkipObjectResolution)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, skipCalls(fset, file))
+		})
+	}
+}
+
+// TestSkipsGoThroughTier finds every Skip, Skipf and SkipNow in the repository's Go code outside
+// the tier package: each must be one of notTiers, and each of notTiers must still be there.
+func TestSkipsGoThroughTier(t *testing.T) {
+	root := ".."
+	seen := map[string]bool{}
+	var bare []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			switch {
+			case rel != "." && strings.HasPrefix(d.Name(), "."), d.Name() == "testdata", d.Name() == "vendor",
+				rel == "chapters/machinery/testsupport/tier": // the one place that may skip
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(rel, ".go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		fset := token.NewFileSet()
+		file, err := parser.ParseFile(fset, rel, src, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		for fn, lines := range skipCalls(fset, file) {
+			key := rel + " " + fn
+			if _, ok := notTiers[key]; ok {
+				seen[key] = true
+				continue
+			}
+			for _, line := range lines {
+				bare = append(bare, rel+":"+strconv.Itoa(line)+" ("+fn+")")
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	sort.Strings(bare)
+	assert.Empty(t, bare, "a skip (or testing.Short) outside chapters/machinery/testsupport/tier: use tier.Require, tier.Unavailable or tier.Long, "+
+		"which fail under CI=true what CI promises; a skip that is not a tier's goes in notTiers, saying why")
+	for key := range notTiers {
+		assert.True(t, seen[key], "notTiers lists %q, which no longer skips: remove it", key)
+	}
+}

@@ -1,0 +1,33 @@
+// Delve, the debugger chapter 12 and `make debug` run, in a module of its own (as minikube and
+// BuildKit in chapters/machinery/lab): it builds with its own dependencies, not the chapters'. The
+// Makefile builds it into .bin/dlv; chapter 12's client (github.com/go-delve/delve/service/rpc2
+// in the main go.mod) is held to the same version by a test.
+module github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/delve
+
+go 1.26
+
+tool github.com/go-delve/delve/cmd/dlv
+
+require (
+	github.com/cilium/ebpf v0.22.0 // indirect
+	github.com/cosiner/argv v0.1.0 // indirect
+	github.com/cpuguy83/go-md2man/v2 v2.0.6 // indirect
+	github.com/derekparker/trie/v3 v3.2.0 // indirect
+	github.com/go-delve/delve v1.27.2 // indirect
+	github.com/go-delve/liner v1.2.3-0.20231231155935-4726ab1d7f62 // indirect
+	github.com/google/go-dap v0.12.0 // indirect
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/mattn/go-colorable v0.1.13 // indirect
+	github.com/mattn/go-isatty v0.0.20 // indirect
+	github.com/mattn/go-runewidth v0.0.13 // indirect
+	github.com/rivo/uniseg v0.2.0 // indirect
+	github.com/russross/blackfriday/v2 v2.1.0 // indirect
+	github.com/spf13/cobra v1.10.2 // indirect
+	github.com/spf13/pflag v1.0.10 // indirect
+	go.starlark.net v0.0.0-20231101134539-556fd59b42f6 // indirect
+	go.yaml.in/yaml/v3 v3.0.4 // indirect
+	golang.org/x/arch v0.28.0 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+	golang.org/x/sys v0.46.0 // indirect
+	golang.org/x/telemetry v0.0.0-20241106142447-58a1122356f5 // indirect
+)

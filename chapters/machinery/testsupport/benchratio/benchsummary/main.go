@@ -1,0 +1,18 @@
+// benchsummary prints what `make bench` ends with: every ratio the side-by-side benchmarks
+// reported (the "x-" metrics of package benchratio), computed from each side's runs, against the
+// goals of notes/measurements.md, on one screen.
+//
+//	go test -run '^$' -bench . -count 6 ./... | tee .bin/bench.txt
+//	go run ./chapters/machinery/testsupport/benchratio/benchsummary .bin/bench.txt
+package main
+
+import (
+	"os"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/program"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/benchratio"
+)
+
+func main() {
+	os.Exit(program.Run(benchratio.NewSummaryCommand()))
+}
