@@ -10,12 +10,10 @@ import (
 	"maps"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -202,38 +200,17 @@ func (o *clusterOptions) runInPrivateNetwork(ctx context.Context) error {
 	defer func() { _ = os.RemoveAll(dir) }()
 	socket := filepath.Join(dir, "apiserver.sock")
 	args := append(os.Args[1:], "--relay-socket="+socket, "--relay-port="+strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
-	child, err := netns.Command(args...)
-	if err != nil {
-		return fmt.Errorf("%w; or run on this machine's network with --node-ip=<one of its addresses>", err)
-	}
-	child.Stdin = nil
-	child.SysProcAttr = &syscall.SysProcAttr{
-		Setpgid:   true,            // Ctrl-C reaches this process, which passes it on once
-		Pdeathsig: syscall.SIGTERM, // and if this process dies, the cluster stops too
-	}
-	if err := child.Start(); err != nil {
-		return fmt.Errorf("start the cluster in a private network namespace: %w", err)
-	}
+	// The relay outlives Ctrl-C: it stops when the cluster's process has ended.
 	relayCtx, stopRelay := context.WithCancel(context.Background())
 	defer stopRelay()
 	go relay.Serve(relayCtx, l, func(ctx context.Context) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "unix", socket)
 	})
-	exited := make(chan error, 1)
-	go func() { exited <- child.Wait() }()
-	select {
-	case err = <-exited:
-	case <-ctx.Done():
-		_ = child.Process.Signal(syscall.SIGINT)
-		err = <-exited
-	}
-	var exit *exec.ExitError
-	if errors.As(err, &exit) && exit.ExitCode() == 1 {
-		return program.ErrReported // it printed its error
-	}
-	if err != nil {
-		return fmt.Errorf("the cluster's process: %w", err)
+	if err := netns.Rerun(ctx, args...); err != nil && !errors.Is(err, program.ErrReported) {
+		return fmt.Errorf("the cluster in a private network namespace: %w; or run on this machine's network with --node-ip=<one of its addresses>", err)
+	} else if err != nil {
+		return err
 	}
 	return nil
 }

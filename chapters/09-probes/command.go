@@ -2,11 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
-	"os/exec"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -71,7 +67,7 @@ func newNodeCommand(ctx context.Context, o *probesOptions) *cobra.Command {
 			defer stop()
 			nodeIP, inside := netns.Inside()
 			if !inside {
-				return runInPrivateNetwork(ctx)
+				return netns.Rerun(ctx, os.Args[1:]...)
 			}
 			defer realkubelet.RemoveRootDirs()
 			_, closeLog, err := kubeletlog.ForProgram(cmd, o.kubeletLog)
@@ -82,33 +78,6 @@ func newNodeCommand(ctx context.Context, o *probesOptions) *cobra.Command {
 			return probes.RunNode(ctx, probes.NodeOptions{NodeIP: nodeIP, StepTimeout: o.timeout, Out: cmd.OutOrStdout()})
 		},
 	}
-}
-
-// runInPrivateNetwork runs this program again inside a private network namespace, where the
-// kubelet and the apiserver listen on an address no one else can reach (chapter 08's way).
-func runInPrivateNetwork(ctx context.Context) error {
-	child, err := netns.Command(os.Args[1:]...)
-	if err != nil {
-		return err
-	}
-	child.Stdin = nil
-	child.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	if err := child.Start(); err != nil {
-		return fmt.Errorf("start in a private network namespace: %w", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- child.Wait() }()
-	select {
-	case err = <-exited:
-	case <-ctx.Done():
-		_ = child.Process.Signal(syscall.SIGINT)
-		err = <-exited
-	}
-	var exit *exec.ExitError
-	if errors.As(err, &exit) && exit.ExitCode() == 1 {
-		return program.ErrReported // it printed its error
-	}
-	return err
 }
 
 // validate checks every flag before anything starts.

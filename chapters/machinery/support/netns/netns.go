@@ -6,11 +6,15 @@
 package netns
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/program"
 )
 
 // PrivateNodeIP is the node address inside a private network namespace: not loopback, so the
@@ -53,6 +57,36 @@ func Command(args ...string) (*exec.Cmd, error) {
 	cmd.Env = append(os.Environ(), insideEnv+"="+PrivateNodeIP)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	return cmd, nil
+}
+
+// Rerun runs this program again with args inside a private network namespace (Command) and
+// waits for it. The child has its own process group, so Ctrl-C reaches this process only, which
+// passes it on once when ctx ends; if this process dies, the child gets SIGTERM. A child that
+// exited with status 1 printed its own error, as every chapter does: Rerun then returns
+// program.ErrReported, so that it is not printed twice.
+func Rerun(ctx context.Context, args ...string) error {
+	child, err := Command(args...)
+	if err != nil {
+		return err
+	}
+	child.Stdin = nil
+	child.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	if err := child.Start(); err != nil {
+		return fmt.Errorf("start in a private network namespace: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- child.Wait() }()
+	select {
+	case err = <-exited:
+	case <-ctx.Done():
+		_ = child.Process.Signal(syscall.SIGINT)
+		err = <-exited
+	}
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == 1 {
+		return program.ErrReported
+	}
+	return err
 }
 
 // Available says whether a private network namespace can be made here (nil), or why not, with

@@ -2,7 +2,11 @@
 // columns padded by cli-runtime's tab writer, ages as kubectl's human durations.
 //
 // It is light on purpose (API types and cli-runtime only) so that the client chapter can use it
-// without pulling in the kubelet.
+// without pulling in the kubelet: the apiserver's own pod printer (printPod in
+// k8s.io/kubernetes/pkg/printers/internalversion) works on the internal API types and would bring
+// k8s.io/kubernetes into a package a reader lifts into an agent. One table serves every chapter,
+// and TestSummarizeMatchesKubectl holds its READY, STATUS and RESTARTS to that printer's, cell for
+// cell, on the same pods.
 package podtable
 
 import (
