@@ -241,18 +241,27 @@ func TestMakeDebugServesAnEditor(t *testing.T) {
 	assert.Contains(t, output.String(), "Delve builds chapters/01-entrypoint and waits on "+addr)
 }
 
-// Each configuration of .vscode/launch.json, sent to Delve's DAP server as VS Code's Go extension
-// sends it (${workspaceFolder} replaced by the repository's root), builds its chapter and stops in
-// its main.
+// The launch configurations of .vscode/launch.json, sent to Delve's DAP server as VS Code's Go
+// extension sends them (${workspaceFolder} replaced by the repository's root), build their chapter
+// and stop in its main. TestEditorConfigurationsNameEveryChapter holds every configuration to one
+// shape (only the name and the chapter differ), and every chapter is built by its own tests, so
+// one configuration of each shape is launched: each more would cost a build of its chapter's
+// packages without optimizations and prove nothing new.
 func TestLaunchConfigurationsStartThroughDAP(t *testing.T) {
-	tier.Long(t, "every chapter built once more, its own packages without optimizations")
+	tier.Long(t, "a chapter built once more, its own packages without optimizations")
 	dlv := dlv(t)
 	workspace, err := filepath.Abs(root)
 	require.NoError(t, err)
+	shapes := map[string]bool{}
 	for _, c := range readLaunch(t) {
-		if c.Request != "launch" {
+		shape := c
+		shape.Name, shape.Program = "", ""
+		key, err := json.Marshal(shape)
+		require.NoError(t, err)
+		if c.Request != "launch" || shapes[string(key)] {
 			continue
 		}
+		shapes[string(key)] = true
 		t.Run(c.Name, func(t *testing.T) {
 			config := map[string]any{}
 			data, err := json.Marshal(c)
@@ -267,6 +276,7 @@ func TestLaunchConfigurationsStartThroughDAP(t *testing.T) {
 			stopsInMain(t, dlv, config, "chapters/"+c.Name+"/main.go")
 		})
 	}
+	assert.Len(t, shapes, 1, "the launch configurations have one shape (TestEditorConfigurationsNameEveryChapter)")
 }
 
 // stopsInMain runs one DAP session: initialize, launch, a function breakpoint on main.main,
