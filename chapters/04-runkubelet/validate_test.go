@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/realkubelet"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/validtable"
 )
 
 func TestMain(m *testing.M) { os.Exit(realkubelet.RunTests(m)) }
@@ -26,11 +27,7 @@ func TestValidate(t *testing.T) {
 	require.NoError(t, os.WriteFile(existing, []byte("an earlier run's log\n"), 0o644))
 
 	good := runOptions{nodeName: "walkthrough", wait: 30 * time.Second}
-	tests := []struct {
-		name    string
-		change  func(o *runOptions)
-		wantErr string
-	}{
+	tests := []validtable.Case[runOptions]{
 		{"the defaults", func(*runOptions) {}, ""},
 		{"a log to stderr", func(o *runOptions) { o.kubeletLog = "-" }, ""},
 		{"a new log file", func(o *runOptions) { o.kubeletLog = filepath.Join(t.TempDir(), "new.log") }, ""},
@@ -42,18 +39,7 @@ func TestValidate(t *testing.T) {
 		{"a wait of 0", func(o *runOptions) { o.wait = 0 }, "--wait 0s: must be more than 0"},
 		{"a log file that exists", func(o *runOptions) { o.kubeletLog = existing }, "--kubelet-log " + existing + ": the file exists; name a new one (it is never overwritten)"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			o := good
-			tt.change(&o)
-			err := o.validate()
-			if tt.wantErr == "" {
-				assert.NoError(t, err)
-				return
-			}
-			assert.ErrorContains(t, err, tt.wantErr)
-		})
-	}
+	validtable.Run(t, func() *runOptions { o := good; return &o }, (*runOptions).validate, tests)
 	data, err := os.ReadFile(existing)
 	require.NoError(t, err)
 	assert.Equal(t, "an earlier run's log\n", string(data))

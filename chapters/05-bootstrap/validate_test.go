@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/validtable"
 )
 
 // Every flag is checked before either kubelet starts, with one line naming the flag and the value.
@@ -15,11 +17,7 @@ func TestValidate(t *testing.T) {
 	existing := filepath.Join(t.TempDir(), "kubelet.log")
 	assert.NoError(t, os.WriteFile(existing, []byte("mine\n"), 0o644))
 	good := bootstrapOptions{nodeName: "walkthrough", wait: 30 * time.Second}
-	tests := []struct {
-		name    string
-		change  func(o *bootstrapOptions)
-		wantErr string
-	}{
+	tests := []validtable.Case[bootstrapOptions]{
 		{"the defaults", func(*bootstrapOptions) {}, ""},
 		{"a log to stderr", func(o *bootstrapOptions) { o.kubeletLog = "-" }, ""},
 		{"an upper-case node name", func(o *bootstrapOptions) { o.nodeName = "Walkthrough" }, `--node-name "Walkthrough": a lowercase RFC 1123 subdomain`},
@@ -28,16 +26,5 @@ func TestValidate(t *testing.T) {
 		{"a negative wait", func(o *bootstrapOptions) { o.wait = -time.Minute }, "--wait -1m0s: must be more than 0"},
 		{"a log file that exists", func(o *bootstrapOptions) { o.kubeletLog = existing }, "--kubelet-log " + existing + ": the file exists; name a new one (it is never overwritten)"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			o := good
-			tt.change(&o)
-			err := o.validate()
-			if tt.wantErr == "" {
-				assert.NoError(t, err)
-				return
-			}
-			assert.ErrorContains(t, err, tt.wantErr)
-		})
-	}
+	validtable.Run(t, func() *bootstrapOptions { o := good; return &o }, (*bootstrapOptions).validate, tests)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/realkubelet"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/validtable"
 )
 
 func TestMain(m *testing.M) {
@@ -34,11 +35,7 @@ func TestValidate(t *testing.T) {
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "sub"), 0o755))
 	require.NoError(t, os.Symlink(dir, filepath.Join(dir, "link")))
 	good := syncLoopOptions{nodeName: "walkthrough", timeout: 30 * time.Second}
-	tests := []struct {
-		name    string
-		change  func(o *syncLoopOptions)
-		wantErr string
-	}{
+	tests := []validtable.Case[syncLoopOptions]{
 		{"the defaults", func(*syncLoopOptions) {}, ""},
 		{"a new trace and log", func(o *syncLoopOptions) {
 			o.traceFile, o.kubeletLog = filepath.Join(dir, "trace.out"), filepath.Join(dir, "kubelet.log")
@@ -62,18 +59,7 @@ func TestValidate(t *testing.T) {
 			o.traceFile, o.kubeletLog = filepath.Join(dir, "same"), filepath.Join(dir, "sub", "same")
 		}, ""},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			o := good
-			tt.change(&o)
-			err := o.validate()
-			if tt.wantErr == "" {
-				assert.NoError(t, err)
-				return
-			}
-			assert.ErrorContains(t, err, tt.wantErr)
-		})
-	}
+	validtable.Run(t, func() *syncLoopOptions { o := good; return &o }, (*syncLoopOptions).validate, tests)
 	data, err := os.ReadFile(existing)
 	require.NoError(t, err)
 	assert.Equal(t, "the reader's\n", string(data))

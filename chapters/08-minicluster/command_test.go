@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/validtable"
 )
 
 // Every flag is checked before anything starts, with one line naming the flag and the value.
@@ -30,11 +32,7 @@ func TestValidate(t *testing.T) {
 	require.NoError(t, clientcmd.WriteToFile(*kubeconfigWith("minikube", "https://192.168.49.2:8443"), groupReadable))
 	require.NoError(t, os.Chmod(groupReadable, 0o640))
 
-	tests := []struct {
-		name    string
-		change  func(o *clusterOptions)
-		wantErr string
-	}{
+	tests := []validtable.Case[clusterOptions]{
 		{"the defaults", func(*clusterOptions) {}, ""},
 		{"three nodes", func(o *clusterOptions) { o.nodes, o.nodesSet = 3, true }, ""},
 		{"named nodes", func(o *clusterOptions) { o.nodeNames = []string{"a", "b"} }, ""},
@@ -61,18 +59,7 @@ func TestValidate(t *testing.T) {
 		{"a kubeconfig the group can read", func(o *clusterOptions) { o.kubeconfig = groupReadable }, "--kubeconfig " + groupReadable + " is readable by other users (mode 0640)"},
 		{"a log that exists", func(o *clusterOptions) { o.kubeletLog = existing }, "--log " + existing + ": the file exists; name a new one (it is never overwritten)"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			o := &clusterOptions{nodes: 1}
-			tt.change(o)
-			err := o.validate()
-			if tt.wantErr == "" {
-				assert.NoError(t, err)
-				return
-			}
-			assert.ErrorContains(t, err, tt.wantErr)
-		})
-	}
+	validtable.Run(t, func() *clusterOptions { return &clusterOptions{nodes: 1} }, (*clusterOptions).validate, tests)
 	for path, want := range map[string]string{existing: "mine: my notes\n", notKubeconfig: "my notes: [not yaml\n"} {
 		data, err := os.ReadFile(path)
 		require.NoError(t, err)

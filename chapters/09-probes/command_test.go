@@ -8,32 +8,21 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/validtable"
 )
 
 func TestValidate(t *testing.T) {
 	existing := filepath.Join(t.TempDir(), "kubelet.log")
 	require.NoError(t, os.WriteFile(existing, []byte("kept"), 0o600))
-	for _, tc := range []struct {
-		name string
-		opts probesOptions
-		err  string
-	}{
-		{"the defaults", probesOptions{nodeName: "walkthrough", timeout: time.Minute}, ""},
-		{"the log to stderr", probesOptions{nodeName: "walkthrough", timeout: time.Minute, kubeletLog: "-"}, ""},
-		{"no time", probesOptions{nodeName: "walkthrough"}, "--timeout 0s: must be more than 0"},
-		{"a name the apiserver refuses", probesOptions{nodeName: "Upper", timeout: time.Minute}, `--node-name "Upper"`},
-		{"a log that exists", probesOptions{nodeName: "walkthrough", timeout: time.Minute, kubeletLog: existing}, "--kubelet-log " + existing},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := tc.opts.validate()
-			if tc.err == "" {
-				assert.NoError(t, err)
-				return
-			}
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), tc.err)
-		})
-	}
+	good := func() *probesOptions { return &probesOptions{nodeName: "walkthrough", timeout: time.Minute} }
+	validtable.Run(t, good, (*probesOptions).validate, []validtable.Case[probesOptions]{
+		{"the defaults", func(*probesOptions) {}, ""},
+		{"the log to stderr", func(o *probesOptions) { o.kubeletLog = "-" }, ""},
+		{"no time", func(o *probesOptions) { o.timeout = 0 }, "--timeout 0s: must be more than 0"},
+		{"a name the apiserver refuses", func(o *probesOptions) { o.nodeName = "Upper" }, `--node-name "Upper"`},
+		{"a log that exists", func(o *probesOptions) { o.kubeletLog = existing }, "--kubelet-log " + existing},
+	})
 	data, err := os.ReadFile(existing)
 	require.NoError(t, err)
 	assert.Equal(t, "kept", string(data), "a file the reader names is never overwritten")

@@ -16,35 +16,23 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/repo"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/validtable"
 )
 
 func TestValidate(t *testing.T) {
 	notExecutable := filepath.Join(t.TempDir(), "dlv")
 	require.NoError(t, os.WriteFile(notExecutable, []byte("#!/bin/sh\n"), 0o600))
-	for _, tc := range []struct {
-		name string
-		opts debugOptions
-		err  string
-	}{
-		{"the defaults", debugOptions{frames: 3, timeout: time.Minute}, ""},
-		{"no callers", debugOptions{frames: 0, timeout: time.Minute}, ""},
-		{"negative frames", debugOptions{frames: -1, timeout: time.Minute}, "--frames -1: from 0 to 50"},
-		{"too many frames", debugOptions{frames: 51, timeout: time.Minute}, "--frames 51: from 0 to 50"},
-		{"no time", debugOptions{frames: 3, timeout: 0}, "--timeout 0s: must be more than 0"},
-		{"a Delve that is not there", debugOptions{frames: 3, timeout: time.Minute, dlv: "/nonexistent/dlv"}, "--dlv /nonexistent/dlv: stat /nonexistent/dlv: no such file or directory"},
-		{"a directory", debugOptions{frames: 3, timeout: time.Minute, dlv: os.TempDir()}, "not an executable file"},
-		{"a file that is not executable", debugOptions{frames: 3, timeout: time.Minute, dlv: notExecutable}, "not an executable file"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := tc.opts.validate()
-			if tc.err == "" {
-				assert.NoError(t, err)
-				return
-			}
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), tc.err)
-		})
-	}
+	good := func() *debugOptions { return &debugOptions{frames: 3, timeout: time.Minute} }
+	validtable.Run(t, good, (*debugOptions).validate, []validtable.Case[debugOptions]{
+		{"the defaults", func(*debugOptions) {}, ""},
+		{"no callers", func(o *debugOptions) { o.frames = 0 }, ""},
+		{"negative frames", func(o *debugOptions) { o.frames = -1 }, "--frames -1: from 0 to 50"},
+		{"too many frames", func(o *debugOptions) { o.frames = 51 }, "--frames 51: from 0 to 50"},
+		{"no time", func(o *debugOptions) { o.timeout = 0 }, "--timeout 0s: must be more than 0"},
+		{"a Delve that is not there", func(o *debugOptions) { o.dlv = "/nonexistent/dlv" }, "--dlv /nonexistent/dlv: stat /nonexistent/dlv: no such file or directory"},
+		{"a directory", func(o *debugOptions) { o.dlv = os.TempDir() }, "not an executable file"},
+		{"a file that is not executable", func(o *debugOptions) { o.dlv = notExecutable }, "not an executable file"},
+	})
 }
 
 // The chapter's client (service/rpc2, in the main go.mod) and the Delve it drives (built from
@@ -98,7 +86,7 @@ func TestChainAsANormalUser(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	dlv := filepath.Join(dir, "dlv")
-	out, err := exec.Command("go", "build", "-C", repo.Path("chapters", "support", "delve"), "-o", dlv, "github.com/go-delve/delve/cmd/dlv").CombinedOutput()
+	out, err := exec.Command("go", "build", "-C", repo.Path("chapters", "machinery", "support", "delve"), "-o", dlv, "github.com/go-delve/delve/cmd/dlv").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	binary := filepath.Join(dir, "kubelet-chain")
 	out, err = exec.Command("go", "build", "-gcflags="+chainPackage+"=-N -l", "-o", binary, chainPackage).CombinedOutput()
