@@ -101,7 +101,7 @@ func (o *debugOptions) run(ctx context.Context) error {
 	dlv := o.dlv
 	if dlv == "" {
 		dlv = filepath.Join(dir, "dlv")
-		if _, err := goCommand(ctx, filepath.Join(p.root, "chapters", "support", "delve"), "build", "-o", dlv, "github.com/go-delve/delve/cmd/dlv"); err != nil {
+		if _, err := goCommand(ctx, filepath.Join(p.root, "chapters", "machinery", "support", "delve"), "build", "-o", dlv, "github.com/go-delve/delve/cmd/dlv"); err != nil {
 			return err
 		}
 	}

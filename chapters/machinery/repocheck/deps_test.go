@@ -162,7 +162,7 @@ func chapterOf(pkg string) (n int, ok bool) {
 	if !found {
 		return 0, false
 	}
-	for _, apart := range []string{"support", "testsupport", "lab"} {
+	for _, apart := range []string{"machinery/support", "machinery/testsupport", "machinery/lab"} {
 		if rest == apart || strings.HasPrefix(rest, apart+"/") {
 			return -1, true
 		}
@@ -199,7 +199,7 @@ func importProblems(pkg string, code, tests []string) []string {
 	if from >= 0 {
 		for _, imp := range code {
 			rest := strings.TrimPrefix(imp, module+"chapters/")
-			for _, testOnly := range []string{"testsupport", "lab"} {
+			for _, testOnly := range []string{"machinery/testsupport", "machinery/lab"} {
 				if rest == testOnly || strings.HasPrefix(rest, testOnly+"/") {
 					problems = append(problems, fmt.Sprintf("%s (chapter %02d) imports %s outside its tests (%s)", pkg, from, testOnly, imp))
 				}

@@ -78,9 +78,11 @@ func Requirements() error {
 	return lab.Requirements(o.Components, o.Minikube)
 }
 
-// StartArgs are the arguments of the `minikube start` a reader types for this repository.
+// StartArgs are the arguments of the `minikube start` a reader types for this repository: --force
+// too, since minikube v1.38.1 does not know v1.37.2 and, offline, only forced goes on without
+// GitHub's answer (INSTRUCTOR.md).
 func StartArgs(version string) []string {
-	return []string{"start", "--driver=docker", "--container-runtime=containerd", "--kubernetes-version=" + version}
+	return []string{"start", "--driver=docker", "--container-runtime=containerd", "--kubernetes-version=" + version, "--force"}
 }
 
 // Cluster is a lab with a minikube cluster running in it.
@@ -220,7 +222,7 @@ func Main(m *testing.M) int {
 // against go.sum (its `mod` line has a hash), at the version chapters/machinery/lab/minikube/go.mod pins, and
 // that `minikube version --short` says that version. It returns the version.
 func RealMinikube(root, binary string) (string, error) {
-	mod, err := os.ReadFile(filepath.Join(root, "chapters", "lab", "minikube", "go.mod"))
+	mod, err := os.ReadFile(filepath.Join(root, "chapters", "machinery", "lab", "minikube", "go.mod"))
 	if err != nil {
 		return "", err
 	}

@@ -233,7 +233,7 @@ func TestGoalsFor(t *testing.T) {
 func TestGoalsOfTheNote(t *testing.T) {
 	goals := map[string]Goals{}
 	for _, file := range []string{"measurements.md", "zh/measurements.md"} {
-		note, err := os.ReadFile(filepath.Join("..", "..", "..", "notes", file))
+		note, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "notes", file))
 		require.NoError(t, err)
 		goals[file], err = ParseGoals(string(note))
 		require.NoError(t, err, file)
@@ -366,11 +366,11 @@ func TestSummaryCommand(t *testing.T) {
 	cmd := NewSummaryCommand()
 	var out bytes.Buffer
 	cmd.SetOut(&out)
-	cmd.SetArgs([]string{"--goals", filepath.Join("..", "..", "..", "notes", "measurements.md"), filepath.Join("testdata", "bench.txt")})
+	cmd.SetArgs([]string{"--goals", filepath.Join("..", "..", "..", "..", "notes", "measurements.md"), filepath.Join("testdata", "bench.txt")})
 	require.NoError(t, cmd.Execute())
 	// One run of each side (two of Discovery's) decides no time: only the exact counts are judged.
 	assert.Equal(t, `
-Side by side: each ratio's sides (median ±95% interval of their runs), the ratio of the medians, and its goal in ../../../notes/measurements.md.
+Side by side: each ratio's sides (median ±95% interval of their runs), the ratio of the medians, and its goal in ../../../../notes/measurements.md.
 BENCHMARK                                   RATIO                   NUMERATOR   DENOMINATOR   RATIO OF MEDIANS   GOAL     VERDICT
 BenchmarkLoadManifests/manifests=1          toy/real                2.61ms ±∞   517µs ±∞      5.05               ≤ 1.15   inconclusive (spread too wide: p=1.00, n=1)
 BenchmarkLoadManifests/manifests=100        toy/real                20.2ms ±∞   19.7ms ±∞     1.03               ≤ 1.15   inconclusive (spread too wide: p=1.00, n=1)

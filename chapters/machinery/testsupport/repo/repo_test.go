@@ -11,7 +11,7 @@ import (
 
 func TestFind(t *testing.T) {
 	root := t.TempDir()
-	tool := filepath.Join(root, "chapters", "support", "delve")
+	tool := filepath.Join(root, "chapters", "machinery", "support", "delve")
 	require.NoError(t, os.MkdirAll(filepath.Join(tool, "sub"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(root, "go.mod"), []byte("// a comment\nmodule "+Module+"\n\ngo 1.26\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(tool, "go.mod"), []byte("module "+Module+"/chapters/machinery/support/delve\n"), 0o644))
@@ -31,6 +31,6 @@ func TestFind(t *testing.T) {
 }
 
 func TestRootIsThisRepository(t *testing.T) {
-	_, err := os.Stat(Path("chapters", "testsupport", "repo", "repo.go"))
+	_, err := os.Stat(Path("chapters", "machinery", "testsupport", "repo", "repo.go"))
 	assert.NoError(t, err)
 }
