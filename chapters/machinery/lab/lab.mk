@@ -40,16 +40,25 @@ PAUSE_VERSION   := 3.10.2
 CONTAINERD_VERSION := v2.4.2
 # containerd's script/setup/runc-version at CONTAINERD_VERSION: the runc containerd is tested with.
 RUNC_VERSION    := v1.5.2
-# kubernetes' build/dependencies.yaml, "crictl" (1.36.0; the module proxy serves it).
+# kubernetes' build/dependencies.yaml, "crictl" (1.36.0). kicbase v0.0.50 ships v1.35.0, which the
+# module proxy does not serve ("403 … not available"): the nearest it serves is kubernetes' own.
 CRICTL_VERSION  := v1.36.0
-# kubernetes' build/dependencies.yaml, "cni".
-CNI_VERSION     := v1.9.1
+# minikube's deploy/kicbase/Dockerfile at MINIKUBE_VERSION, CNI_PLUGINS_VERSION: kicbase v0.0.50's
+# plugins (kubernetes' build/dependencies.yaml says v1.9.1).
+CNI_VERSION     := v1.9.0
 # minikube's version: the require line of chapters/machinery/lab/minikube/go.mod (a module of its own, so
 # that minikube builds with its own dependencies, not the chapters').
 MINIKUBE_MODULE := chapters/machinery/lab/minikube
 MINIKUBE_VERSION := $(shell sed -n 's|^require k8s.io/minikube \(v[^ ]*\).*|\1|p' $(MINIKUBE_MODULE)/go.mod)
-# minikube's Makefile, STORAGE_PROVISIONER_TAG: the tag minikube's binary asks for.
+# minikube's Makefile, STORAGE_PROVISIONER_TAG: the tag minikube's binary asks for. Its build is a
+# module of its own: v5's source in minikube, with the client libraries v5 was built with (its tools.go).
 STORAGE_PROVISIONER_VERSION := v5
+STORAGE_PROVISIONER_MODULE := chapters/machinery/lab/storageprovisioner
+# minikube's pkg/minikube/bootstrapper/images/images.go (KindNet): kindnetd, minikube's default CNI
+# for the docker driver with containerd; the commit in the tag is kind's, whose images/kindnetd
+# source chapters/machinery/lab/kindnetd holds (the module proxy serves none of it).
+KINDNETD_VERSION := v20260213-ea8e5717
+KINDNETD_MODULE := chapters/machinery/lab/kindnetd
 # BuildKit's version: the require line of chapters/machinery/lab/buildkit/go.mod (a module of its own, as
 # minikube's), the BUILDKIT_VERSION of minikube's deploy/kicbase/Dockerfile at MINIKUBE_VERSION.
 BUILDKIT_MODULE := chapters/machinery/lab/buildkit
@@ -67,7 +76,8 @@ node-versions: ## Print the lab's component versions (one NAME=value a line).
 	@printf '%s\n' K8S_VERSION=$(K8S_VERSION) ETCD_VERSION=$(ETCD_VERSION) ETCD_IMAGE_TAG=$(ETCD_IMAGE_TAG) \
 	  COREDNS_VERSION=$(COREDNS_VERSION) PAUSE_VERSION=$(PAUSE_VERSION) CONTAINERD_VERSION=$(CONTAINERD_VERSION) \
 	  RUNC_VERSION=$(RUNC_VERSION) CRICTL_VERSION=$(CRICTL_VERSION) CNI_VERSION=$(CNI_VERSION) \
-	  MINIKUBE_VERSION=$(MINIKUBE_VERSION) STORAGE_PROVISIONER_VERSION=$(STORAGE_PROVISIONER_VERSION) BUILDKIT_VERSION=$(BUILDKIT_VERSION)
+	  MINIKUBE_VERSION=$(MINIKUBE_VERSION) STORAGE_PROVISIONER_VERSION=$(STORAGE_PROVISIONER_VERSION) BUILDKIT_VERSION=$(BUILDKIT_VERSION) \
+	  KINDNETD_VERSION=$(KINDNETD_VERSION)
 
 .PHONY: minikube
 minikube: ## Build .bin/minikube: real minikube, from module k8s.io/minikube at MINIKUBE_VERSION.
@@ -104,9 +114,9 @@ node-crictl: ## crictl into .bin/node/bin.
 	  .ci/go-progress $(NODE)/bin/ sigs.k8s.io/cri-tools/cmd/crictl@$(CRICTL_VERSION)
 
 .PHONY: node-cni
-node-cni: ## The CNI plugins of minikube's bridge configuration into .bin/node/cni.
+node-cni: ## The CNI plugins of kindnet's configuration (ptp) and minikube's bridge one into .bin/node/cni.
 	@LDFLAGS='$(NODE_STRIP) -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$(CNI_VERSION)' \
-	  .ci/go-progress $(NODE)/cni/ $(foreach p,main/bridge ipam/host-local main/loopback meta/portmap meta/firewall,github.com/containernetworking/plugins/plugins/$(p)@$(CNI_VERSION))
+	  .ci/go-progress $(NODE)/cni/ $(foreach p,main/ptp main/bridge ipam/host-local main/loopback meta/portmap meta/firewall,github.com/containernetworking/plugins/plugins/$(p)@$(CNI_VERSION))
 
 .PHONY: node-coredns
 node-coredns: ## coredns into .bin/node/images.
@@ -126,11 +136,17 @@ node-pause: ## The pause program, from kubernetes' own build/pause/linux/pause.c
 	@gcc -Os -Wall -Werror -static -DVERSION=v$(PAUSE_VERSION)-$(K8S_VERSION) -o $(NODE)/images/pause $(K8S_DIR)/build/pause/linux/pause.c
 
 .PHONY: node-storage-provisioner
-node-storage-provisioner: ## minikube's storage-provisioner (static) into .bin/node/images.
-	@cd $(MINIKUBE_MODULE) && CGO_ENABLED=0 LDFLAGS='$(NODE_STRIP)' $(CURDIR)/.ci/go-progress $(CURDIR)/$(NODE)/images/storage-provisioner k8s.io/minikube/cmd/storage-provisioner
+node-storage-provisioner: ## minikube's storage-provisioner v5 (static) into .bin/node/images.
+	@cd $(STORAGE_PROVISIONER_MODULE) && CGO_ENABLED=0 LDFLAGS='$(NODE_STRIP)' \
+	  $(CURDIR)/.ci/go-progress $(CURDIR)/$(NODE)/images/storage-provisioner k8s.io/minikube/cmd/storage-provisioner
+
+# kind's images/kindnetd/Dockerfile: CGO_ENABLED=0 go build ./cmd/kindnetd.
+.PHONY: node-kindnetd
+node-kindnetd: ## kind's kindnetd (static), minikube's default CNI, into .bin/node/images.
+	@cd $(KINDNETD_MODULE) && CGO_ENABLED=0 LDFLAGS='$(NODE_STRIP)' $(CURDIR)/.ci/go-progress $(CURDIR)/$(NODE)/images/kindnetd ./cmd/kindnetd
 
 .PHONY: node-binaries
-node-binaries: node-kubernetes node-etcd node-containerd node-runc node-crictl node-cni node-coredns node-buildkit node-pause node-storage-provisioner ## Every binary of the lab.
+node-binaries: node-kubernetes node-etcd node-containerd node-runc node-crictl node-cni node-coredns node-buildkit node-pause node-storage-provisioner node-kindnetd ## Every binary of the lab.
 
 .PHONY: lab
 lab: ## Build .bin/lab, the lab's command (chapters/machinery/lab/cmd/lab).
@@ -144,7 +160,7 @@ node-rootfs: lab ## The base image's root file system in .bin/node/rootfs: Debia
 node-cache: lab ## minikube's cache in .bin/node/minikube-cache: the images kubeadm and minikube ask for, kubeadm, kubelet, kubectl (needs NODE_ROOTFS).
 	@$(BIN)/lab images --binaries $(NODE)/images --library-root $(NODE_ROOTFS) --kubernetes-binaries $(NODE)/bin --cache $(NODE)/minikube-cache \
 	  --kubernetes-version $(K8S_VERSION) --etcd-version $(ETCD_IMAGE_TAG) --coredns-version $(COREDNS_VERSION) --pause-version $(PAUSE_VERSION) \
-	  --storage-provisioner-version $(STORAGE_PROVISIONER_VERSION)
+	  --storage-provisioner-version $(STORAGE_PROVISIONER_VERSION) --kindnetd-version $(KINDNETD_VERSION)
 
 .PHONY: node-base-image
 node-base-image: lab ## The base image minikube runs as its node, .bin/node/kicbase.tar (needs NODE_ROOTFS).
@@ -157,7 +173,7 @@ node-components: node-binaries node-rootfs ## Every part of the lab: binaries, r
 # Chapter 11 here: its README's two commands, in a lab.
 run-11-node: node-components minikube lab
 	@LDFLAGS='$(GO_LDFLAGS)' .ci/build-progress ./chapters/11-node $(BIN)/11-node
-	@$(BIN)/lab run --serve -- bash -c 'minikube start --driver=docker --container-runtime=containerd --kubernetes-version=$(K8S_VERSION) && $(BIN)/11-node'
+	@$(BIN)/lab run --serve -- bash -c 'minikube start --driver=docker --container-runtime=containerd --kubernetes-version=$(K8S_VERSION) --force && $(BIN)/11-node'
 
 .PHONY: node-clean
 node-clean: ## Remove the lab's binaries, images and minikube's cache (not the root filesystem).

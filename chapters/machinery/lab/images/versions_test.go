@@ -68,8 +68,8 @@ type versionSources struct {
 	// storageProvisionerTag is minikube's Makefile's STORAGE_PROVISIONER_TAG at MINIKUBE_VERSION.
 	storageProvisionerTag string
 	// kicbaseBuildkit is the BUILDKIT_VERSION of minikube's deploy/kicbase/Dockerfile at
-	// MINIKUBE_VERSION: the BuildKit kicbase ships.
-	kicbaseBuildkit string
+	// MINIKUBE_VERSION: the BuildKit kicbase ships; kicbaseCNI its CNI_PLUGINS_VERSION.
+	kicbaseBuildkit, kicbaseCNI string
 }
 
 // versionProblems compares the Makefile's versions with their sources; one line per problem.
@@ -88,7 +88,7 @@ func versionProblems(mk map[string]string, src versionSources) []string {
 	}
 	check("COREDNS_VERSION", src.kubeadm["CoreDNSVersion"], "kubeadm's CoreDNSVersion")
 	check("PAUSE_VERSION", src.kubeadm["PauseVersion"], "kubeadm's PauseVersion")
-	check("CNI_VERSION", "v"+src.dependencies["cni"], `build/dependencies.yaml ("cni")`)
+	check("CNI_VERSION", src.kicbaseCNI, "minikube's deploy/kicbase/Dockerfile (CNI_PLUGINS_VERSION)")
 	check("CRICTL_VERSION", "v"+src.dependencies["crictl"], `build/dependencies.yaml ("crictl")`)
 	check("RUNC_VERSION", src.runc, "containerd's script/setup/runc-version")
 	check("MINIKUBE_VERSION", src.minikubeGoMod, "chapters/machinery/lab/minikube/go.mod (k8s.io/minikube)")
@@ -182,6 +182,8 @@ var (
 	storageProvisionerTag = regexp.MustCompile(`(?m)^STORAGE_PROVISIONER_TAG\s*\??=\s*(\S+)\s*$`)
 	// kicbaseBuildkit is the line of minikube's deploy/kicbase/Dockerfile: ARG BUILDKIT_VERSION="v0.26.3".
 	kicbaseBuildkit = regexp.MustCompile(`(?m)^ARG\s+BUILDKIT_VERSION="?([^"\s]+)"?\s*$`)
+	// kicbaseCNI is its line ARG CNI_PLUGINS_VERSION="v1.9.0".
+	kicbaseCNI = regexp.MustCompile(`(?m)^ARG\s+CNI_PLUGINS_VERSION="?([^"\s]+)"?\s*$`)
 )
 
 // stringConstants returns the string constants of a Go file, parsed (not compiled: this package
@@ -256,6 +258,7 @@ func readSources(t *testing.T, mk map[string]string) versionSources {
 	minikube := minikubeDir(t, mk["MINIKUBE_VERSION"])
 	src.storageProvisionerTag = submatch(t, filepath.Join(minikube, "Makefile"), storageProvisionerTag)
 	src.kicbaseBuildkit = submatch(t, filepath.Join(minikube, "deploy/kicbase/Dockerfile"), kicbaseBuildkit)
+	src.kicbaseCNI = submatch(t, filepath.Join(minikube, "deploy/kicbase/Dockerfile"), kicbaseCNI)
 	return src
 }
 
@@ -265,7 +268,7 @@ func TestMakefileVersions(t *testing.T) {
 	mk := makefileVersions(t)
 	src := readSources(t, mk)
 	require.NotEmpty(t, src.kubeadm["CoreDNSVersion"], "kubeadm's constants.go has CoreDNSVersion")
-	require.NotEmpty(t, src.dependencies["cni"], "build/dependencies.yaml has cni")
+	require.NotEmpty(t, src.kicbaseCNI, "minikube's deploy/kicbase/Dockerfile has ARG CNI_PLUGINS_VERSION")
 	require.NotEmpty(t, src.containerdReleases, "containerd's RELEASES.md has a row for this kubernetes minor")
 	require.NotEmpty(t, src.minikubeGoMod, "chapters/machinery/lab/minikube/go.mod requires k8s.io/minikube")
 	require.NotEmpty(t, src.buildkitGoMod, "chapters/machinery/lab/buildkit/go.mod requires github.com/moby/buildkit")
@@ -279,7 +282,7 @@ func TestMakefileVersions(t *testing.T) {
 func TestVersionProblems(t *testing.T) {
 	good := map[string]string{
 		"K8S_VERSION": "v1.37.2", "ETCD_VERSION": "v3.7.0", "ETCD_IMAGE_TAG": "3.7.0-0", "COREDNS_VERSION": "v1.14.6",
-		"PAUSE_VERSION": "3.10.2", "CONTAINERD_VERSION": "v2.4.2", "RUNC_VERSION": "v1.5.2", "CRICTL_VERSION": "v1.36.0", "CNI_VERSION": "v1.9.1",
+		"PAUSE_VERSION": "3.10.2", "CONTAINERD_VERSION": "v2.4.2", "RUNC_VERSION": "v1.5.2", "CRICTL_VERSION": "v1.36.0", "CNI_VERSION": "v1.9.0",
 		"MINIKUBE_VERSION": "v1.38.1", "STORAGE_PROVISIONER_VERSION": "v5", "BUILDKIT_VERSION": "v0.26.3",
 	}
 	// goodSources is made afresh for each case, which may change it.
@@ -294,6 +297,7 @@ func TestVersionProblems(t *testing.T) {
 			buildkitGoMod:         "v0.26.3",
 			storageProvisionerTag: "v5",
 			kicbaseBuildkit:       "v0.26.3",
+			kicbaseCNI:            "v1.9.0",
 		}
 	}
 	with := func(key, value string) map[string]string {
@@ -319,7 +323,7 @@ func TestVersionProblems(t *testing.T) {
 			"ETCD_VERSION=v3.6.9 (go.mod), but kubeadm runs etcd 3.7.0 (DefaultEtcdVersion)",
 		}},
 		{"runc not containerd's", with("RUNC_VERSION", "v1.4.0"), nil, []string{"RUNC_VERSION=v1.4.0, but containerd's script/setup/runc-version says v1.5.2"}},
-		{"cni plugins", with("CNI_VERSION", "v1.10.0"), nil, []string{`CNI_VERSION=v1.10.0, but build/dependencies.yaml ("cni") says v1.9.1`}},
+		{"cni plugins not kicbase's", with("CNI_VERSION", "v1.9.1"), nil, []string{`CNI_VERSION=v1.9.1, but minikube's deploy/kicbase/Dockerfile (CNI_PLUGINS_VERSION) says v1.9.0`}},
 		{"containerd too old for kubernetes", with("CONTAINERD_VERSION", "v2.2.1"), nil, []string{`CONTAINERD_VERSION=v2.2.1, but containerd's RELEASES.md lists "2.4.0+, 2.3.0+" for kubernetes v1.37`}},
 		{"minikube's go.mod bumped, the Makefile not", good, func(src *versionSources) { src.minikubeGoMod = "v1.39.0" },
 			[]string{"MINIKUBE_VERSION=v1.38.1, but chapters/machinery/lab/minikube/go.mod (k8s.io/minikube) says v1.39.0"}},
@@ -351,14 +355,15 @@ func TestVersionProblems(t *testing.T) {
 
 // TestSpecsAreWhatKubeadmAsksFor compares Specs with what the node is asked for, for the
 // Makefile's versions: the first seven with what the real kubeadm, built by make
-// node-kubernetes, prints; the eighth with the storage-provisioner image minikube's source names.
+// node-kubernetes, prints; the eighth and ninth with the storage-provisioner and kindnetd images
+// minikube's source names.
 func TestSpecsAreWhatKubeadmAsksFor(t *testing.T) {
 	mk := makefileVersions(t)
 	specs := Specs(Versions{
 		Kubernetes: mk["K8S_VERSION"], Etcd: mk["ETCD_IMAGE_TAG"], CoreDNS: mk["COREDNS_VERSION"], Pause: mk["PAUSE_VERSION"],
-		StorageProvisioner: mk["STORAGE_PROVISIONER_VERSION"],
+		StorageProvisioner: mk["STORAGE_PROVISIONER_VERSION"], KindNet: mk["KINDNETD_VERSION"],
 	})
-	require.Len(t, specs, 8, "kubeadm's seven images, then minikube's storage-provisioner")
+	require.Len(t, specs, 9, "kubeadm's seven images, then minikube's storage-provisioner and kindnetd")
 
 	t.Run("kubeadm config images list", func(t *testing.T) {
 		kubeadm, err := filepath.Abs(filepath.Join(repoRoot, ".bin/node/bin/kubeadm"))
@@ -397,6 +402,34 @@ func TestSpecsAreWhatKubeadmAsksFor(t *testing.T) {
 			regexp.MustCompile(`(?m)^\s*command:\s*\["([^"]+)"\]`))
 		assert.Equal(t, []string{command}, spec.Entrypoint, "the addon's command")
 	})
+
+	t.Run("minikube's kindnetd", func(t *testing.T) {
+		minikube := minikubeDir(t, mk["MINIKUBE_VERSION"])
+		assert.Equal(t, minikubeKindNetImage(t, minikube), specs[8].Ref)
+		// The source chapters/machinery/lab/kindnetd holds is kind's at the commit the tag names
+		// (kind tags its images vDATE-COMMIT): its README says which, and the Makefile builds it.
+		_, commit, ok := strings.Cut(mk["KINDNETD_VERSION"], "-")
+		require.True(t, ok, "KINDNETD_VERSION is kind's vDATE-COMMIT: %s", mk["KINDNETD_VERSION"])
+		readme, err := os.ReadFile(filepath.Join(repoRoot, "chapters/machinery/lab/kindnetd/README.md"))
+		require.NoError(t, err)
+		assert.Regexp(t, `kind/tree/`+regexp.QuoteMeta(commit)+`[0-9a-f]*/images/kindnetd`, string(readme), "the copy's README names the tag's commit")
+	})
+}
+
+// minikubeKindNetImage is the kindnetd image minikube asks for with no --image-repository:
+// pkg/minikube/bootstrapper/images/images.go (KindNet) joins "docker.io/kindest" and the tag.
+func minikubeKindNetImage(t *testing.T, minikube string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(minikube, "pkg/minikube/bootstrapper/images/images.go"))
+	require.NoError(t, err)
+	_, body, ok := strings.Cut(string(data), "\nfunc KindNet(")
+	require.True(t, ok, "images.go has func KindNet")
+	body, _, _ = strings.Cut(body, "\n}\n")
+	repo := regexp.MustCompile(`repo = "([^"]+)"`).FindStringSubmatch(body)
+	require.NotNil(t, repo, "KindNet has a default repository: %s", body)
+	image := regexp.MustCompile(`path\.Join\(repo, "([^"]+)"\)`).FindStringSubmatch(body)
+	require.NotNil(t, image, "KindNet names the image: %s", body)
+	return path.Join(repo[1], image[1])
 }
 
 // minikubeStorageProvisionerImage is the storage-provisioner image minikube's binary asks for
