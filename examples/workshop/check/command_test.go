@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -25,9 +27,9 @@ func TestBadFlags(t *testing.T) {
 		{"an upper-case node", []string{"1", "--node", "Minikube"}, `--node "Minikube": a lowercase RFC 1123 subdomain`},
 		{"a node with _", []string{"7", "--node", "my_node"}, `--node "my_node": a lowercase RFC 1123 subdomain`},
 		{"no answers directory", []string{"1", "--answers", nowhere}, "--answers " + nowhere + ": stat " + nowhere + ": no such file or directory"},
-		{"no exercise 0", []string{"0"}, "no exercise 0: they are 1 to 15"},
+		{"no exercise 0", []string{"0"}, fmt.Sprintf("no exercise 0: they are 1 to %d", len(checks.Exercises))},
 		{"no kubeconfig", []string{"1", "--kubeconfig", nowhere}, "--kubeconfig " + nowhere + ": stat " + nowhere + ": no such file or directory"},
-		{"no exercise 16", []string{"16"}, "no exercise 16: they are 1 to 15"},
+		{"no exercise after the last", []string{strconv.Itoa(len(checks.Exercises) + 1)}, fmt.Sprintf("no exercise %d: they are 1 to %d", len(checks.Exercises)+1, len(checks.Exercises))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

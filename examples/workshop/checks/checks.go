@@ -91,15 +91,21 @@ type Exercise struct {
 	Title  string
 	// Answers is the exercise's answer file in examples/workshop/answers ("" when it has none).
 	Answers string
-	// Offline exercises need no cluster (the coding ones).
+	// Offline exercises need no cluster: the coding ones, and exercise 16, whose kubelet runs on
+	// the attendee's machine.
 	Offline bool
 	Check   func(ctx context.Context, env Env) (Result, error)
 }
 
+// Coding says whether the exercise is a coding one: code to write, checked by its test, and no
+// answer file.
+func (e Exercise) Coding() bool { return e.Offline && e.Answers == "" }
+
 // Exercises lists them in order: the node's static pods and the kubelet as a service first,
 // then the kubelet's API from outside (address, certificate, token, proxy, an agent in the
-// cluster), then two coding exercises on the toy kubelet, and last chapter 09 on minikube: a pod
-// that runs but is not Ready, and a node whose runtime stops (the last to touch the cluster).
+// cluster), then two coding exercises on the toy kubelet, then chapter 09 on minikube: a pod
+// that runs but is not Ready, and a node whose runtime stops (the last to touch the cluster); last,
+// chapter 12's Delve on the real kubelet, on the attendee's own machine: a static pod's worker.
 var Exercises = []Exercise{
 	{1, "01-find-static-pods", "Find the control plane's static pods", "01-static-pods.yaml", false, checkFindStaticPods},
 	{2, "02-add-static-pod", "Add a static pod, edit it, delete its mirror", "02-static-pod.yaml", false, checkAddStaticPod},
@@ -116,6 +122,7 @@ var Exercises = []Exercise{
 	{13, "13-toy-namespace-filter", "Coding: /pods?namespace= on the toy", "", true, checkCoding("13-toy-namespace-filter", "filter_test.go", "TestNamespaceFilter", testFileSums["13-toy-namespace-filter/filter_test.go"])},
 	{14, "14-readiness-probe", "A pod that runs but is not Ready", "14-readiness-probe.yaml", false, checkReadinessProbe},
 	{15, "15-node-not-ready", "The runtime stops, and the Node goes NotReady", "15-node-not-ready.yaml", false, checkNodeNotReady},
+	{16, "16-worker-in-delve", "A static pod's worker, found in Delve", "16-worker-in-delve.yaml", true, checkWorkerInDelve},
 }
 
 // Find returns exercise n.

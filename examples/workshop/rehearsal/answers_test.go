@@ -211,6 +211,8 @@ func answersFor(n int, rs runs) (map[string]string, error) {
 		must("", e)
 		a = map[string]any{"reason": down[1], "message": down[3], "notReadySince": down[2],
 			"secondsToNotReady": int(since.Sub(stop).Round(time.Second).Seconds())}
+	case 16:
+		a, err = workerAnswers(rs)
 	default:
 		return nil, nil
 	}
@@ -252,4 +254,93 @@ func TestAnswersReadFromOutput(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"15-node-not-ready.yaml": "message: container runtime is down\nnotReadySince: \"2026-12-02T09:31:40Z\"\n" +
 		"reason: KubeletNotReady\nsecondsToNotReady: 35\n"}, files)
+}
+
+// workerAnswers reads exercise 16's answers from its Delve session, as an attendee reads them off
+// the terminal: the "Go:" line of each `goroutine` (the sync loop's at UpdatePod, then the
+// worker's), frame 1 of `stack`, the case above the line `frame 2 list` marks, and what `frame 2
+// print` printed.
+func workerAnswers(rs runs) (map[string]any, error) {
+	lines, err := rs.of("dlv exec", 0)
+	if err != nil {
+		return nil, err
+	}
+	goLine := regexp.MustCompile(`^\s*Go: (\S+:\d+) (\S+) \(0x[0-9a-f]+\)$`)
+	caller := regexp.MustCompile(`^1\s+0x[0-9a-f]+ in (\S+)$`)
+	channel := regexp.MustCompile(`^\s*\d+:\s*case .*<-\s*(\w+):`)
+	var gos [][]string
+	a := map[string]any{}
+	for i, l := range lines {
+		if m := goLine.FindStringSubmatch(l); m != nil {
+			gos = append(gos, m)
+		}
+		if m := caller.FindStringSubmatch(l); m != nil {
+			a["handler"] = m[1]
+		}
+		if strings.HasPrefix(l, "=>") {
+			for j := i - 1; j >= 0 && a["channel"] == nil; j-- {
+				if m := channel.FindStringSubmatch(lines[j]); m != nil {
+					a["channel"] = m[1]
+				}
+			}
+		}
+		if i+1 < len(lines) {
+			switch l {
+			case prompt + "frame 2 print u.Op":
+				a["op"] = strings.Fields(lines[i+1] + " ")[0]
+			case prompt + "frame 2 print u.Source":
+				a["source"] = strings.Trim(lines[i+1], `"`)
+			}
+		}
+	}
+	if len(gos) != 2 {
+		return nil, fmt.Errorf("%d \"Go:\" lines in the Delve session, not 2 (the sync loop's, then the worker's):\n%s", len(gos), strings.Join(lines, "\n"))
+	}
+	a["creator"] = gos[0][1]
+	a["goStatement"] = gos[1][2] + " at " + gos[1][1]
+	for _, k := range []string{"handler", "channel", "op", "source"} {
+		if a[k] == nil || a[k] == "" {
+			return nil, fmt.Errorf("no %s in the Delve session:\n%s", k, strings.Join(lines, "\n"))
+		}
+	}
+	return a, nil
+}
+
+// Exercise 16's answers are read from its Delve session as the terminal showed it (lines of a
+// real session, most left out): the "Go:" line of each `goroutine`, frame 1 of `stack`, the case
+// above the line `frame 2 list` marks, what `frame 2 print` printed.
+func TestWorkerAnswersReadFromSession(t *testing.T) {
+	session := strings.Join([]string{
+		"(dlv) goroutine",
+		"Thread 28741 at /root/go/pkg/mod/k8s.io/kubernetes@v1.37.2/pkg/kubelet/pod_workers.go:761",
+		"Goroutine 145:",
+		"\tRuntime: /root/go/pkg/mod/k8s.io/kubernetes@v1.37.2/pkg/kubelet/pod_workers.go:761 k8s.io/kubernetes/pkg/kubelet.(*podWorkers).UpdatePod (0x28f03f6)",
+		"\tGo: /root/go/pkg/mod/k8s.io/kubernetes@v1.37.2/cmd/kubelet/app/server.go:1343 k8s.io/kubernetes/cmd/kubelet/app.startKubelet (0x29019a5)",
+		"\tStart: /root/go/pkg/mod/k8s.io/kubernetes@v1.37.2/cmd/kubelet/app/server.go:1343 k8s.io/kubernetes/cmd/kubelet/app.startKubelet.gowrap1 (0x2901e60)",
+		"(dlv) stack",
+		"0  0x00000000028f03f6 in k8s.io/kubernetes/pkg/kubelet.(*podWorkers).UpdatePod",
+		"   at /root/go/pkg/mod/k8s.io/kubernetes@v1.37.2/pkg/kubelet/pod_workers.go:761",
+		"1  0x00000000028b4471 in k8s.io/kubernetes/pkg/kubelet.(*Kubelet).HandlePodAdditions",
+		"   at /root/go/pkg/mod/k8s.io/kubernetes@v1.37.2/pkg/kubelet/kubelet.go:2944",
+		"(dlv) frame 2 list",
+		"  2749:		select {",
+		"  2750:		case u, open := <-configCh:",
+		"  2759:			case kubetypes.ADD:",
+		"=>2765:				handler.HandlePodAdditions(ctx, u.Pods)",
+		"  2789:		case e := <-plegCh:",
+		"(dlv) frame 2 print u.Op",
+		"ADD (0)",
+		"(dlv) frame 2 print u.Source",
+		`"file"`,
+		"(dlv) goroutine",
+		"Goroutine 311:",
+		"\tGo: /root/go/pkg/mod/k8s.io/kubernetes@v1.37.2/pkg/kubelet/pod_workers.go:973 k8s.io/kubernetes/pkg/kubelet.(*podWorkers).UpdatePod (0x28f1af9)",
+		"\tStart: /root/go/pkg/mod/k8s.io/kubernetes@v1.37.2/pkg/kubelet/pod_workers.go:973 k8s.io/kubernetes/pkg/kubelet.(*podWorkers).UpdatePod.func1 (0x28f2360)",
+	}, "\r\n")
+	files, err := answersFor(16, runs{{cmd: Command{Text: ".bin/dlv exec .bin/04-runkubelet -- --once"}, out: session}})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"16-worker-in-delve.yaml": "channel: configCh\n" +
+		"creator: /root/go/pkg/mod/k8s.io/kubernetes@v1.37.2/cmd/kubelet/app/server.go:1343\n" +
+		"goStatement: k8s.io/kubernetes/pkg/kubelet.(*podWorkers).UpdatePod at /root/go/pkg/mod/k8s.io/kubernetes@v1.37.2/pkg/kubelet/pod_workers.go:973\n" +
+		"handler: k8s.io/kubernetes/pkg/kubelet.(*Kubelet).HandlePodAdditions\nop: ADD\nsource: file\n"}, files)
 }

@@ -187,6 +187,9 @@ const (
 func (r *rehearsal) run(c Command, where string, timeout time.Duration) run {
 	t := r.t
 	t.Helper()
+	if len(c.Typed()) > 0 { // a program's prompt, and what the reader types there
+		return r.conversation(c, where, timeout)
+	}
 	watch := IsWatch(c.Text)
 	if watch {
 		timeout = watchTimeout
@@ -304,7 +307,7 @@ var beforeReason = map[int]string{
 	4: "still empty", 5: "still empty", 6: "still empty", 7: "still empty",
 	8: "the ServiceAccount kubelet-reader/kubelet-reader", 9: "still empty", 10: "still empty",
 	11: "the DaemonSet kubelet-reader/kubelet-reader", 12: "the exercise's test to pass", 13: "the exercise's test to pass",
-	14: "the Pod probes/dns", 15: "still empty",
+	14: "the Pod probes/dns", 15: "still empty", 16: "still empty",
 }
 
 // solutionOverlay is what an attendee who solved a coding exercise has: the reference solution in
@@ -367,7 +370,7 @@ func TestRehearseWorkshop(t *testing.T) {
 
 	took := map[int]time.Duration{}
 	for _, e := range checks.Exercises {
-		if e.Number < *from {
+		if e.Number < *from || onThisMachine[e.Number] {
 			continue
 		}
 		ok := t.Run(fmt.Sprintf("exercise %d", e.Number), func(t *testing.T) {

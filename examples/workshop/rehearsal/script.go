@@ -153,6 +153,22 @@ func IsWatch(text string) bool {
 	return false
 }
 
+// prompt is Delve's: a sample line that starts with it shows what the reader types there
+// (exercise 16). The rehearsal runs such a command in a terminal and types each line when the
+// prompt shows; the terminal echoes it, so the output reads as the sample does.
+const prompt = "(dlv) "
+
+// Typed returns the lines a command's sample shows typed after a prompt, in order.
+func (c Command) Typed() []string {
+	var typed []string
+	for _, l := range c.Sample {
+		if line, ok := strings.CutPrefix(l, prompt); ok {
+			typed = append(typed, line)
+		}
+	}
+	return typed
+}
+
 // failureMarkers start the lines with which the tools of the workshop say that they failed. A
 // sample that shows one allows its command to exit non-zero; any other command must exit 0.
 var failureMarkers = []string{"error:", "Error from server", "Unable to connect to the server",
