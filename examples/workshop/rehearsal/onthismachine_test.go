@@ -27,7 +27,7 @@ var onThisMachine = map[int]bool{16: true}
 // answer templates copied as the workshop's README copies them, then for each exercise its checker
 // (FAIL, for the exercise's own reason), its README's commands as written — a Delve session typed
 // into a terminal, line by line, at Delve's prompt — the answers read from what they printed, and
-// its checker again (PASS).
+// the README's own `make check EX=N` (PASS).
 func TestRehearseOnThisMachine(t *testing.T) {
 	absRoot, err := filepath.Abs(root)
 	require.NoError(t, err)
@@ -85,9 +85,10 @@ func TestRehearseOnThisMachine(t *testing.T) {
 					return
 				}
 				if ran {
+					// The README's own `make check EX=N` said PASS (its sample) and exited 0 (run
+					// fails it otherwise): the checker, in a process of its own, run once — it builds
+					// and runs the kubelet in Delve, 15 to 20 seconds, which make test need not spend twice.
 					took := time.Since(begin)
-					after := r.check(e)
-					require.True(t, after.Passed(), "exercise %d after its commands still misses: %v", e.Number, after.Missing)
 					checked = true
 					for _, row := range timings(t) {
 						if row.number == e.Number {
