@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/realkubelet"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/routes"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/kubeletlog"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/podtable"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/program"
@@ -54,6 +55,40 @@ func NewRunKubeletCommand(ctx context.Context) *cobra.Command {
 	f.StringVar(&o.kubeletLog, "kubelet-log", "", `file for the kubelet's own log lines; "-" for stderr; default: a temporary file removed on exit`)
 	f.DurationVar(&o.wait, "wait", 30*time.Second, "how long to wait for every static pod to be Running before printing")
 	f.BoolVar(&o.once, "once", false, "print the pods and stop instead of serving until Ctrl-C")
+	cmd.AddCommand(newRoutesCommand(ctx))
+	return cmd
+}
+
+// newRoutesCommand prints the route table of the kubelet's servers (package routes): what
+// the servers of the kubelet this chapter runs answer, path by path, and its sockets.
+func newRoutesCommand(ctx context.Context) *cobra.Command {
+	output := "markdown"
+	cmd := &cobra.Command{
+		Use:   "routes",
+		Short: "Print the kubelet's HTTP route table and sockets, built from the real server code",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "markdown" && output != "text" {
+				return fmt.Errorf("-o %s: want markdown or text", output)
+			}
+			// The server logs what it installs (and the read-only server's metrics handlers,
+			// probed once each, that no kubelet is behind them): to a temporary file.
+			_, closeLog, err := kubeletlog.ToFile("")
+			if err != nil {
+				return err
+			}
+			defer closeLog()
+			table, err := routes.Build(ctx, realkubelet.DefaultNodeName)
+			if err != nil {
+				return err
+			}
+			if output == "text" {
+				return table.Text(cmd.OutOrStdout())
+			}
+			return table.Markdown(cmd.OutOrStdout(), "en")
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", output, "markdown (the note notes/kubelet-routes.md) or text (one line per path)")
 	return cmd
 }
 

@@ -12,7 +12,6 @@ import (
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/realkubelet"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/07-syncloop/podjourney"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/07-syncloop/routes"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/kubeletlog"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/program"
 )
@@ -50,40 +49,6 @@ trace recorded it.`,
 	f.StringVar(&o.kubeletLog, "kubelet-log", "", `file for the kubelet's own log lines; "-" for stderr; default: a temporary file removed on exit`)
 	f.StringVar(&o.traceFile, "trace", "", "also write the raw execution trace to this new file (open it with `go tool trace FILE`)")
 	f.DurationVar(&o.timeout, "timeout", 30*time.Second, "how long to wait for each step")
-	cmd.AddCommand(newRoutesCommand(ctx))
-	return cmd
-}
-
-// newRoutesCommand prints the route table of the kubelet's servers (package routes): the
-// other side of the kubelet this chapter runs, what its HTTP servers and sockets answer.
-func newRoutesCommand(ctx context.Context) *cobra.Command {
-	output := "markdown"
-	cmd := &cobra.Command{
-		Use:   "routes",
-		Short: "Print the kubelet's HTTP route table and sockets, built from the real server code",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "markdown" && output != "text" {
-				return fmt.Errorf("-o %s: want markdown or text", output)
-			}
-			// The server logs what it installs (and the read-only server's metrics handlers,
-			// probed once each, that no kubelet is behind them): to a temporary file.
-			_, closeLog, err := kubeletlog.ToFile("")
-			if err != nil {
-				return err
-			}
-			defer closeLog()
-			table, err := routes.Build(ctx, realkubelet.DefaultNodeName)
-			if err != nil {
-				return err
-			}
-			if output == "text" {
-				return table.Text(cmd.OutOrStdout())
-			}
-			return table.Markdown(cmd.OutOrStdout(), "en")
-		},
-	}
-	cmd.Flags().StringVarP(&output, "output", "o", output, "markdown (the note notes/kubelet-routes.md) or text (one line per path)")
 	return cmd
 }
 

@@ -23,9 +23,9 @@ var (
 	citePodResources   = link("func ListenAndServePodResources", "pkg/kubelet/server/server.go", "L254-L272")
 	citePodsAPI        = link("func ListenAndServePodsServer", "pkg/kubelet/server/server.go", "L275-L304")
 	servers            = []string{Secure, ReadOnly, Healthz}
-	generatedBy        = "go test ./chapters/07-syncloop/routes -update"
-	generatorSource    = "../chapters/07-syncloop/routes/routes.go"
-	generatorSourceZh  = "../../chapters/07-syncloop/routes/routes.go"
+	generatedBy        = "go test ./chapters/04-runkubelet/routes -update"
+	generatorSource    = "../chapters/04-runkubelet/routes/routes.go"
+	generatorSourceZh  = "../../chapters/04-runkubelet/routes/routes.go"
 	verbsByMethodNote  = "GET `get`, POST `create`, PUT `update`, PATCH `patch`, DELETE `delete`"
 	socketPermissionEn = "nothing: whoever may open the socket file"
 	socketPermissionZh = "不检查：能打开这个套接字文件的就能调用"

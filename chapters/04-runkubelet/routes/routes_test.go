@@ -40,7 +40,7 @@ func TestGenerated(t *testing.T) {
 		}
 		want, err := os.ReadFile(g.path)
 		require.NoError(t, err)
-		assert.Equal(t, string(want), b.String(), "%s is out of date: go test ./chapters/07-syncloop/routes -update", g.path)
+		assert.Equal(t, string(want), b.String(), "%s is out of date: go test ./chapters/04-runkubelet/routes -update", g.path)
 	}
 }
 
