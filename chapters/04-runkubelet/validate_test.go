@@ -28,16 +28,16 @@ func TestValidate(t *testing.T) {
 
 	good := runOptions{nodeName: "walkthrough", wait: 30 * time.Second}
 	tests := []validtable.Case[runOptions]{
-		{"the defaults", func(*runOptions) {}, ""},
-		{"a log to stderr", func(o *runOptions) { o.kubeletLog = "-" }, ""},
-		{"a new log file", func(o *runOptions) { o.kubeletLog = filepath.Join(t.TempDir(), "new.log") }, ""},
-		{"an upper-case node name", func(o *runOptions) { o.nodeName = "Walkthrough" }, `--node-name "Walkthrough": a lowercase RFC 1123 subdomain`},
-		{"an empty node name", func(o *runOptions) { o.nodeName = "" }, `--node-name "": must not be empty`},
-		{"a negative port", func(o *runOptions) { o.readOnlyPort = -1 }, "--read-only-port -1: a port is 0 (pick a free one) or 1 to 65535"},
-		{"a port too large", func(o *runOptions) { o.readOnlyPort = 70000 }, "--read-only-port 70000: a port is 0 (pick a free one) or 1 to 65535"},
-		{"a port in use", func(o *runOptions) { o.readOnlyPort = busy }, "--read-only-port " + strconv.Itoa(busy) + ": listen tcp 127.0.0.1:" + strconv.Itoa(busy) + ": bind: address already in use"},
-		{"a wait of 0", func(o *runOptions) { o.wait = 0 }, "--wait 0s: must be more than 0"},
-		{"a log file that exists", func(o *runOptions) { o.kubeletLog = existing }, "--kubelet-log " + existing + ": the file exists; name a new one (it is never overwritten)"},
+		{Name: "the defaults", Change: func(*runOptions) {}},
+		{Name: "a log to stderr", Change: func(o *runOptions) { o.kubeletLog = "-" }},
+		{Name: "a new log file", Change: func(o *runOptions) { o.kubeletLog = filepath.Join(t.TempDir(), "new.log") }},
+		{Name: "an upper-case node name", Change: func(o *runOptions) { o.nodeName = "Walkthrough" }, WantErr: `--node-name "Walkthrough": a lowercase RFC 1123 subdomain`},
+		{Name: "an empty node name", Change: func(o *runOptions) { o.nodeName = "" }, WantErr: `--node-name "": must not be empty`},
+		{Name: "a negative port", Change: func(o *runOptions) { o.readOnlyPort = -1 }, WantErr: "--read-only-port -1: a port is 0 (pick a free one) or 1 to 65535"},
+		{Name: "a port too large", Change: func(o *runOptions) { o.readOnlyPort = 70000 }, WantErr: "--read-only-port 70000: a port is 0 (pick a free one) or 1 to 65535"},
+		{Name: "a port in use", Change: func(o *runOptions) { o.readOnlyPort = busy }, WantErr: "--read-only-port " + strconv.Itoa(busy) + ": listen tcp 127.0.0.1:" + strconv.Itoa(busy) + ": bind: address already in use"},
+		{Name: "a wait of 0", Change: func(o *runOptions) { o.wait = 0 }, WantErr: "--wait 0s: must be more than 0"},
+		{Name: "a log file that exists", Change: func(o *runOptions) { o.kubeletLog = existing }, WantErr: "--kubelet-log " + existing + ": the file exists; name a new one (it is never overwritten)"},
 	}
 	validtable.Run(t, func() *runOptions { o := good; return &o }, (*runOptions).validate, tests)
 	data, err := os.ReadFile(existing)

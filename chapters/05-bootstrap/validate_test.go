@@ -18,13 +18,13 @@ func TestValidate(t *testing.T) {
 	assert.NoError(t, os.WriteFile(existing, []byte("mine\n"), 0o644))
 	good := bootstrapOptions{nodeName: "walkthrough", wait: 30 * time.Second}
 	tests := []validtable.Case[bootstrapOptions]{
-		{"the defaults", func(*bootstrapOptions) {}, ""},
-		{"a log to stderr", func(o *bootstrapOptions) { o.kubeletLog = "-" }, ""},
-		{"an upper-case node name", func(o *bootstrapOptions) { o.nodeName = "Walkthrough" }, `--node-name "Walkthrough": a lowercase RFC 1123 subdomain`},
-		{"a node name too long for its pods", func(o *bootstrapOptions) { o.nodeName = strings.Repeat("a", 254) }, `--node-name`},
-		{"a wait of 0", func(o *bootstrapOptions) { o.wait = 0 }, "--wait 0s: must be more than 0"},
-		{"a negative wait", func(o *bootstrapOptions) { o.wait = -time.Minute }, "--wait -1m0s: must be more than 0"},
-		{"a log file that exists", func(o *bootstrapOptions) { o.kubeletLog = existing }, "--kubelet-log " + existing + ": the file exists; name a new one (it is never overwritten)"},
+		{Name: "the defaults", Change: func(*bootstrapOptions) {}},
+		{Name: "a log to stderr", Change: func(o *bootstrapOptions) { o.kubeletLog = "-" }},
+		{Name: "an upper-case node name", Change: func(o *bootstrapOptions) { o.nodeName = "Walkthrough" }, WantErr: `--node-name "Walkthrough": a lowercase RFC 1123 subdomain`},
+		{Name: "a node name too long for its pods", Change: func(o *bootstrapOptions) { o.nodeName = strings.Repeat("a", 254) }, WantErr: `--node-name`},
+		{Name: "a wait of 0", Change: func(o *bootstrapOptions) { o.wait = 0 }, WantErr: "--wait 0s: must be more than 0"},
+		{Name: "a negative wait", Change: func(o *bootstrapOptions) { o.wait = -time.Minute }, WantErr: "--wait -1m0s: must be more than 0"},
+		{Name: "a log file that exists", Change: func(o *bootstrapOptions) { o.kubeletLog = existing }, WantErr: "--kubelet-log " + existing + ": the file exists; name a new one (it is never overwritten)"},
 	}
 	validtable.Run(t, func() *bootstrapOptions { o := good; return &o }, (*bootstrapOptions).validate, tests)
 }

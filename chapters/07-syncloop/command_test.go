@@ -36,28 +36,28 @@ func TestValidate(t *testing.T) {
 	require.NoError(t, os.Symlink(dir, filepath.Join(dir, "link")))
 	good := syncLoopOptions{nodeName: "walkthrough", timeout: 30 * time.Second}
 	tests := []validtable.Case[syncLoopOptions]{
-		{"the defaults", func(*syncLoopOptions) {}, ""},
-		{"a new trace and log", func(o *syncLoopOptions) {
+		{Name: "the defaults", Change: func(*syncLoopOptions) {}},
+		{Name: "a new trace and log", Change: func(o *syncLoopOptions) {
 			o.traceFile, o.kubeletLog = filepath.Join(dir, "trace.out"), filepath.Join(dir, "kubelet.log")
-		}, ""},
-		{"an upper-case node name", func(o *syncLoopOptions) { o.nodeName = "Walkthrough" }, `--node-name "Walkthrough": a lowercase RFC 1123 subdomain`},
-		{"a timeout of 0", func(o *syncLoopOptions) { o.timeout = 0 }, "--timeout 0s: must be more than 0"},
-		{"a negative timeout", func(o *syncLoopOptions) { o.timeout = -time.Second }, "--timeout -1s: must be more than 0"},
-		{"a trace that exists", func(o *syncLoopOptions) { o.traceFile = existing }, "--trace " + existing + ": the file exists; name a new one (it is never overwritten)"},
-		{"a trace in no directory", func(o *syncLoopOptions) { o.traceFile = filepath.Join(dir, "nope", "trace.out") }, "--trace " + filepath.Join(dir, "nope", "trace.out") + ": its directory: "},
-		{"a log that exists", func(o *syncLoopOptions) { o.kubeletLog = existing }, "--kubelet-log " + existing + ": the file exists"},
-		{"trace and log the same file", func(o *syncLoopOptions) {
+		}},
+		{Name: "an upper-case node name", Change: func(o *syncLoopOptions) { o.nodeName = "Walkthrough" }, WantErr: `--node-name "Walkthrough": a lowercase RFC 1123 subdomain`},
+		{Name: "a timeout of 0", Change: func(o *syncLoopOptions) { o.timeout = 0 }, WantErr: "--timeout 0s: must be more than 0"},
+		{Name: "a negative timeout", Change: func(o *syncLoopOptions) { o.timeout = -time.Second }, WantErr: "--timeout -1s: must be more than 0"},
+		{Name: "a trace that exists", Change: func(o *syncLoopOptions) { o.traceFile = existing }, WantErr: "--trace " + existing + ": the file exists; name a new one (it is never overwritten)"},
+		{Name: "a trace in no directory", Change: func(o *syncLoopOptions) { o.traceFile = filepath.Join(dir, "nope", "trace.out") }, WantErr: "--trace " + filepath.Join(dir, "nope", "trace.out") + ": its directory: "},
+		{Name: "a log that exists", Change: func(o *syncLoopOptions) { o.kubeletLog = existing }, WantErr: "--kubelet-log " + existing + ": the file exists"},
+		{Name: "trace and log the same file", Change: func(o *syncLoopOptions) {
 			o.traceFile, o.kubeletLog = filepath.Join(dir, "same"), filepath.Join(dir, "same")
-		}, "--trace " + filepath.Join(dir, "same") + ": --kubelet-log names the same file"},
-		{"trace and log the same file, one relative", func(o *syncLoopOptions) {
+		}, WantErr: "--trace " + filepath.Join(dir, "same") + ": --kubelet-log names the same file"},
+		{Name: "trace and log the same file, one relative", Change: func(o *syncLoopOptions) {
 			o.traceFile, o.kubeletLog = "same", filepath.Join(dir, "same")
-		}, "--trace same: --kubelet-log names the same file"},
-		{"trace and log the same file, through a link to its directory", func(o *syncLoopOptions) {
+		}, WantErr: "--trace same: --kubelet-log names the same file"},
+		{Name: "trace and log the same file, through a link to its directory", Change: func(o *syncLoopOptions) {
 			o.traceFile, o.kubeletLog = filepath.Join(dir, "same"), filepath.Join(dir, "link", "same")
-		}, "--trace " + filepath.Join(dir, "same") + ": --kubelet-log names the same file"},
-		{"trace and log the same name in two directories", func(o *syncLoopOptions) {
+		}, WantErr: "--trace " + filepath.Join(dir, "same") + ": --kubelet-log names the same file"},
+		{Name: "trace and log the same name in two directories", Change: func(o *syncLoopOptions) {
 			o.traceFile, o.kubeletLog = filepath.Join(dir, "same"), filepath.Join(dir, "sub", "same")
-		}, ""},
+		}},
 	}
 	validtable.Run(t, func() *syncLoopOptions { o := good; return &o }, (*syncLoopOptions).validate, tests)
 	data, err := os.ReadFile(existing)

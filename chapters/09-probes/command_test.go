@@ -17,11 +17,11 @@ func TestValidate(t *testing.T) {
 	require.NoError(t, os.WriteFile(existing, []byte("kept"), 0o600))
 	good := func() *probesOptions { return &probesOptions{nodeName: "walkthrough", timeout: time.Minute} }
 	validtable.Run(t, good, (*probesOptions).validate, []validtable.Case[probesOptions]{
-		{"the defaults", func(*probesOptions) {}, ""},
-		{"the log to stderr", func(o *probesOptions) { o.kubeletLog = "-" }, ""},
-		{"no time", func(o *probesOptions) { o.timeout = 0 }, "--timeout 0s: must be more than 0"},
-		{"a name the apiserver refuses", func(o *probesOptions) { o.nodeName = "Upper" }, `--node-name "Upper"`},
-		{"a log that exists", func(o *probesOptions) { o.kubeletLog = existing }, "--kubelet-log " + existing},
+		{Name: "the defaults", Change: func(*probesOptions) {}},
+		{Name: "the log to stderr", Change: func(o *probesOptions) { o.kubeletLog = "-" }},
+		{Name: "no time", Change: func(o *probesOptions) { o.timeout = 0 }, WantErr: "--timeout 0s: must be more than 0"},
+		{Name: "a name the apiserver refuses", Change: func(o *probesOptions) { o.nodeName = "Upper" }, WantErr: `--node-name "Upper"`},
+		{Name: "a log that exists", Change: func(o *probesOptions) { o.kubeletLog = existing }, WantErr: "--kubelet-log " + existing},
 	})
 	data, err := os.ReadFile(existing)
 	require.NoError(t, err)

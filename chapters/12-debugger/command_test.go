@@ -24,14 +24,14 @@ func TestValidate(t *testing.T) {
 	require.NoError(t, os.WriteFile(notExecutable, []byte("#!/bin/sh\n"), 0o600))
 	good := func() *debugOptions { return &debugOptions{frames: 3, timeout: time.Minute} }
 	validtable.Run(t, good, (*debugOptions).validate, []validtable.Case[debugOptions]{
-		{"the defaults", func(*debugOptions) {}, ""},
-		{"no callers", func(o *debugOptions) { o.frames = 0 }, ""},
-		{"negative frames", func(o *debugOptions) { o.frames = -1 }, "--frames -1: from 0 to 50"},
-		{"too many frames", func(o *debugOptions) { o.frames = 51 }, "--frames 51: from 0 to 50"},
-		{"no time", func(o *debugOptions) { o.timeout = 0 }, "--timeout 0s: must be more than 0"},
-		{"a Delve that is not there", func(o *debugOptions) { o.dlv = "/nonexistent/dlv" }, "--dlv /nonexistent/dlv: stat /nonexistent/dlv: no such file or directory"},
-		{"a directory", func(o *debugOptions) { o.dlv = os.TempDir() }, "not an executable file"},
-		{"a file that is not executable", func(o *debugOptions) { o.dlv = notExecutable }, "not an executable file"},
+		{Name: "the defaults", Change: func(*debugOptions) {}},
+		{Name: "no callers", Change: func(o *debugOptions) { o.frames = 0 }},
+		{Name: "negative frames", Change: func(o *debugOptions) { o.frames = -1 }, WantErr: "--frames -1: from 0 to 50"},
+		{Name: "too many frames", Change: func(o *debugOptions) { o.frames = 51 }, WantErr: "--frames 51: from 0 to 50"},
+		{Name: "no time", Change: func(o *debugOptions) { o.timeout = 0 }, WantErr: "--timeout 0s: must be more than 0"},
+		{Name: "a Delve that is not there", Change: func(o *debugOptions) { o.dlv = "/nonexistent/dlv" }, WantErr: "--dlv /nonexistent/dlv: stat /nonexistent/dlv: no such file or directory"},
+		{Name: "a directory", Change: func(o *debugOptions) { o.dlv = os.TempDir() }, WantErr: "not an executable file"},
+		{Name: "a file that is not executable", Change: func(o *debugOptions) { o.dlv = notExecutable }, WantErr: "not an executable file"},
 	})
 }
 
