@@ -51,9 +51,9 @@ check: ## Check a workshop exercise against your current cluster: make check EX=
 
 ##@ Debug (chapter 12: Delve, pinned in chapters/machinery/support/delve)
 
-# Editors attach to DEBUG_ADDR (.vscode/, .run/). Our packages -N -l, Kubernetes' optimized (no second
-# full build); DEBUG_BUILD_FLAGS= builds everything without optimizations, as dlv does by default.
-DEBUG_ADDR        ?= 127.0.0.1:2345
+# Editors attach to DEBUG_ADDR. Delve refuses other users' connections to its port on Linux only; elsewhere
+# it listens on a socket in a directory only you can open. Our packages -N -l (DEBUG_BUILD_FLAGS=: all).
+DEBUG_ADDR        ?= $(if $(filter Linux,$(shell uname -s)),127.0.0.1:2345,unix:$(CURDIR)/$(BIN)/debug/dlv.sock)
 DEBUG_BUILD_FLAGS ?= -gcflags=all= '-gcflags=github.com/kubelet-walkthrough/kubelet-walkthrough/...=-N -l'
 
 .PHONY: dlv
@@ -66,6 +66,7 @@ debug-chain: dlv ## Stop the real kubelet at every step of its startup chain in 
 
 debug-%: dlv ## Serve one chapter in a headless Delve on DEBUG_ADDR for an editor to attach: make debug-04-runkubelet ARGS=--once.
 	@test -d chapters/$* || { echo "no chapter $* (have: $(CHAPTERS))"; exit 1; }
+	@case '$(DEBUG_ADDR)' in unix:*) d='$(dir $(DEBUG_ADDR:unix:%=%))'; [ -d "$$d" ] || mkdir -p -m 700 "$$d"; [ -z "$$(find "$$d" -maxdepth 0 \( -perm -040 -o -perm -020 -o -perm -010 -o -perm -004 -o -perm -002 -o -perm -001 \))" ] || { echo "error: $$d: other users can open it, and the socket in it (name a directory only you can open)"; exit 1; };; esac
 	@echo "Delve builds chapters/$* and waits on $(DEBUG_ADDR): attach your editor (\"Attach to make debug\") or run $(BIN)/dlv connect $(DEBUG_ADDR)."
 	@$(BIN)/dlv debug ./chapters/$* --headless --api-version=2 --accept-multiclient --listen=$(DEBUG_ADDR) --build-flags="$(DEBUG_BUILD_FLAGS)" -- $(ARGS)
 

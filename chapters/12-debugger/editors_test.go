@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,14 +57,47 @@ func readLaunch(t *testing.T) []launchConfig {
 	return launch.Configurations
 }
 
-// makeVariable reads a variable's default (NAME ?= value) from the Makefile.
-func makeVariable(t *testing.T, name string) string {
+// makeVariable is a variable's value as make sees it, on a machine whose `uname -s` prints uname
+// ("" for this one's): the Makefile's own expression, evaluated by make.
+func makeVariable(t *testing.T, name, uname string) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	cmd := exec.Command("make", "--no-print-directory", "-s", "-C", root, "--eval=print-variable: ; @:$(info $("+name+"))", "print-variable")
+	if uname != "" {
+		bin := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(bin, "uname"), []byte("#!/bin/sh\necho "+uname+"\n"), 0o755))
+		cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
+	out, err := cmd.Output()
+	require.NoError(t, err, "make prints %s", name)
+	return strings.TrimSpace(string(out))
+}
+
+// DEBUG_ADDR: a local port where Delve refuses other users (Linux: --only-same-user, its default),
+// a unix socket in the repository's .bin/debug elsewhere, where Delve cannot tell who connects.
+func TestDebugAddressOnlyYouCanUse(t *testing.T) {
+	for _, tt := range []struct{ uname, want string }{
+		{"Linux", "127.0.0.1:2345"},
+		{"Darwin", "unix:" + filepath.Join(absRoot(t), ".bin", "debug", "dlv.sock")},
+		{"MINGW64_NT-10.0-22631", "unix:" + filepath.Join(absRoot(t), ".bin", "debug", "dlv.sock")},
+	} {
+		assert.Equal(t, tt.want, makeVariable(t, "DEBUG_ADDR", tt.uname), tt.uname)
+	}
+	// A socket in a directory others can open is refused, before anything is built or changed.
+	shared := t.TempDir()
+	require.NoError(t, os.Chmod(shared, 0o755))
+	out, err := exec.Command("make", "--no-print-directory", "-C", root, "-o", "dlv", "debug-01-entrypoint", "DEBUG_ADDR=unix:"+filepath.Join(shared, "dlv.sock")).CombinedOutput()
+	require.Error(t, err)
+	assert.Contains(t, string(out), "error: "+shared+"/: other users can open it")
+	info, err := os.Stat(shared)
 	require.NoError(t, err)
-	m := regexp.MustCompile(`(?m)^` + name + `\s*\?=\s*(.*)$`).FindSubmatch(data)
-	require.NotNil(t, m, "the Makefile sets %s", name)
-	return string(m[1])
+	assert.Equal(t, os.FileMode(0o755), info.Mode().Perm(), "the reader's directory is left as it was")
+}
+
+func absRoot(t *testing.T) string {
+	t.Helper()
+	abs, err := filepath.Abs(root)
+	require.NoError(t, err)
+	return abs
 }
 
 func chapters(t *testing.T) []string {
@@ -83,8 +115,8 @@ func chapters(t *testing.T) []string {
 // Every chapter has a configuration in .vscode/launch.json and in .run/ (GoLand), built with the
 // Makefile's DEBUG_BUILD_FLAGS, and both editors attach to the Makefile's DEBUG_ADDR.
 func TestEditorConfigurationsNameEveryChapter(t *testing.T) {
-	buildFlags := makeVariable(t, "DEBUG_BUILD_FLAGS")
-	host, port, err := net.SplitHostPort(makeVariable(t, "DEBUG_ADDR"))
+	buildFlags := makeVariable(t, "DEBUG_BUILD_FLAGS", "")
+	host, port, err := net.SplitHostPort(makeVariable(t, "DEBUG_ADDR", "Linux"))
 	require.NoError(t, err)
 
 	launched := map[string]bool{}
@@ -186,13 +218,29 @@ func freePort(t *testing.T) string {
 	return addr
 }
 
-// make debug-01-entrypoint serves the chapter in a headless Delve; Delve's own client attaches
-// (as an editor's "Attach to make debug" does), stops in the chapter's main and ends it.
+// make debug-01-entrypoint serves the chapter in a headless Delve, on a local port (Linux's
+// default) and on a unix socket in a directory it makes for you alone (elsewhere's); Delve's own
+// client attaches (as an editor's "Attach to make debug" does), stops in the chapter's main and
+// ends it.
 func TestMakeDebugServesAnEditor(t *testing.T) {
 	dlv(t)
-	addr := freePort(t)
+	t.Run("port", func(t *testing.T) { serveAndAttach(t, "tcp", freePort(t)) })
+	t.Run("unix socket", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "debug")
+		serveAndAttach(t, "unix", filepath.Join(dir, "dlv.sock"))
+		info, err := os.Stat(dir)
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o700), info.Mode().Perm(), "make debug made the socket's directory for its user alone")
+	})
+}
+
+func serveAndAttach(t *testing.T, network, addr string) {
+	debugAddr := addr
+	if network == "unix" {
+		debugAddr = "unix:" + addr
+	}
 	var output bytes.Buffer
-	cmd := exec.Command("make", "--no-print-directory", "-C", root, "debug-01-entrypoint", "DEBUG_ADDR="+addr, "ARGS=--version")
+	cmd := exec.Command("make", "--no-print-directory", "-C", root, "debug-01-entrypoint", "DEBUG_ADDR="+debugAddr, "ARGS=--version")
 	cmd.Stdout, cmd.Stderr = &output, &output
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(t, cmd.Start())
@@ -218,7 +266,7 @@ func TestMakeDebugServesAnEditor(t *testing.T) {
 	var conn net.Conn
 	require.Eventually(t, func() bool {
 		var err error
-		conn, err = net.Dial("tcp", addr)
+		conn, err = net.Dial(network, addr)
 		return err == nil
 	}, 5*time.Minute, 200*time.Millisecond, "make debug did not serve on %s: %s", addr, &output)
 	client := rpc2.NewClientFromConn(conn)
@@ -238,7 +286,7 @@ func TestMakeDebugServesAnEditor(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Errorf("make debug still runs after the client detached: %s", &output)
 	}
-	assert.Contains(t, output.String(), "Delve builds chapters/01-entrypoint and waits on "+addr)
+	assert.Contains(t, output.String(), "Delve builds chapters/01-entrypoint and waits on "+debugAddr)
 }
 
 // The launch configurations of .vscode/launch.json, sent to Delve's DAP server as VS Code's Go
