@@ -12,7 +12,6 @@ require (
 	github.com/gogo/protobuf v1.3.1 // indirect
 	github.com/golang/groupcache v0.0.0-20200121045136-8c9f03a8e57e // indirect
 	github.com/golang/protobuf v1.5.0 // indirect
-	github.com/google/gnostic-models v0.7.0 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/google/gofuzz v1.1.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
@@ -28,7 +27,6 @@ require (
 	github.com/prometheus/common v0.66.1 // indirect
 	github.com/prometheus/procfs v0.16.1 // indirect
 	go.yaml.in/yaml/v2 v2.4.3 // indirect
-	go.yaml.in/yaml/v3 v3.0.4 // indirect
 	golang.org/x/crypto v0.48.0 // indirect
 	golang.org/x/mod v0.33.0 // indirect
 	golang.org/x/net v0.49.0 // indirect
@@ -54,9 +52,12 @@ require (
 )
 
 // The Kubernetes client libraries storage-provisioner v5 was built with (minikube's go.mod at
-// e2c02ed6d0, which replaced every k8s.io module with v0.20.5): client-go with its Endpoints lock.
+// e2c02ed6d0, which replaced every k8s.io module with v0.20.5): client-go with its Endpoints lock,
+// and the kube-openapi it required. A newer kube-openapi brings gnostic-models, whose
+// extensions/extension.proto clashes with gnostic v0.4.1's: the binary panics at start.
 replace (
 	k8s.io/api => k8s.io/api v0.20.5
 	k8s.io/apimachinery => k8s.io/apimachinery v0.20.5
 	k8s.io/client-go => k8s.io/client-go v0.20.5
+	k8s.io/kube-openapi => k8s.io/kube-openapi v0.0.0-20201113171705-d219536bb9fd
 )
