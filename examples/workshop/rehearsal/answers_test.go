@@ -337,7 +337,7 @@ func TestWorkerAnswersReadFromSession(t *testing.T) {
 		"\tGo: /root/go/pkg/mod/k8s.io/kubernetes@v1.37.2/pkg/kubelet/pod_workers.go:973 k8s.io/kubernetes/pkg/kubelet.(*podWorkers).UpdatePod (0x28f1af9)",
 		"\tStart: /root/go/pkg/mod/k8s.io/kubernetes@v1.37.2/pkg/kubelet/pod_workers.go:973 k8s.io/kubernetes/pkg/kubelet.(*podWorkers).UpdatePod.func1 (0x28f2360)",
 	}, "\r\n")
-	files, err := answersFor(16, runs{{cmd: Command{Text: ".bin/dlv exec .bin/04-runkubelet -- --once"}, out: session}})
+	files, err := answersFor(16, runs{{cmd: Command{Text: ".bin/dlv exec .bin/kubelet-16 -- --once"}, out: session}})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"16-worker-in-delve.yaml": "channel: configCh\n" +
 		"creator: /root/go/pkg/mod/k8s.io/kubernetes@v1.37.2/cmd/kubelet/app/server.go:1343\n" +
