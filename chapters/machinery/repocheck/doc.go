@@ -21,6 +21,6 @@
 // One command lives here too: typecheck (chapters/machinery/repocheck/typecheck), which type-checks the
 // chapters that run on macOS and Windows for those platforms, from source (make verify-platforms).
 //
-// The notes' citations of the kubelet's source are checked by the notes package itself
-// (notes/citations.go, `make verify-notes`).
+// The notes' citations of the kubelet's source are checked by the notes' own checks
+// (chapters/machinery/notescheck/citations.go, `make verify-notes`).
 package repocheck
