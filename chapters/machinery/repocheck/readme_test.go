@@ -303,6 +303,12 @@ var normalizers = []normalizer{
 	{"echoed Ctrl-C", regexp.MustCompile(`(?m)^\^C$`), replaceWith("")},
 	// minikube names the reader's OS and architecture: "on Debian 12.11 (docker/amd64)", "on Darwin 15.5 (arm64)".
 	{"minikube's host", regexp.MustCompile(`(?m)^(\* minikube v\d+\.\d+\.\d+) on [^()\n]+ \([\w/]+\)$`), func(m string) string { return m[:strings.Index(m, " on ")] + " on HOST" }},
+	// minikube lists the addons in the order their goroutines finished (pkg/addons/addons.go, Enable).
+	{"addons' order", regexp.MustCompile(`(?m)^\* Enabled addons: .*$`), func(m string) string {
+		addons := strings.Split(strings.TrimPrefix(m, "* Enabled addons: "), ", ")
+		slices.Sort(addons)
+		return "* Enabled addons: " + strings.Join(addons, ", ")
+	}},
 	{"column padding", regexp.MustCompile(`[ \t]+`), replaceWith(" ")}, // column widths follow the values
 	{"trailing spaces", regexp.MustCompile(`(?m) +$`), replaceWith("")},
 }
@@ -679,6 +685,10 @@ func TestNormalize(t *testing.T) {
 		"minikube's host": {
 			change: "* minikube v1.38.1 on Debian 12.11 (docker/amd64)\n* minikube v1.38.1 on Darwin 15.5 (arm64)", want: "* minikube v1.38.1 on HOST\n* minikube v1.38.1 on HOST",
 			keep: "* minikube v1.38.1 on the lab's Docker engine? no: a line of prose",
+		},
+		"addons' order": {
+			change: "* Enabled addons: storage-provisioner, default-storageclass", want: "* Enabled addons: default-storageclass, storage-provisioner",
+			keep: "* Enabled addons: default-storageclass\n! Enabling 'storage-provisioner' returned an error: x, y",
 		},
 		"column padding": {
 			change: "NAME    STATUS", want: "NAME STATUS",

@@ -291,12 +291,13 @@ func TestTraceCatchesWhatDiffers(t *testing.T) {
 
 // minikubeStart is a `minikube start` command, and what every one must name: minikube chooses
 // Docker with cri-dockerd when no runtime is named, and the workshop (and the lab it is
-// rehearsed in) uses containerd.
+// rehearsed in) uses containerd; and --force, without which an offline or rate-limited room
+// cannot start v1.37.2 (INSTRUCTOR.md's decision).
 var minikubeStart = regexp.MustCompile(`(^|[;&|]\s*)minikube start\b`)
 
 // TestCommandsAreWhatAttendeesCanType: no command types the node's address (minikube chooses it:
 // 192.168.49.2 only when that network is free; `minikube ip` says which), and every `minikube
-// start` names its driver and its runtime.
+// start` names its driver and its runtime, and carries --force.
 func TestCommandsAreWhatAttendeesCanType(t *testing.T) {
 	address := regexp.MustCompile(`\b192\.168\.\d+\.\d+\b`)
 	starts := 0
@@ -311,6 +312,7 @@ func TestCommandsAreWhatAttendeesCanType(t *testing.T) {
 					starts++
 					assert.Contains(t, c.Text, "--driver=docker", "%s: minikube start names its driver", where)
 					assert.Contains(t, c.Text, "--container-runtime=containerd", "%s: minikube start names its runtime (its default is Docker with cri-dockerd)", where)
+					assert.Regexp(t, `(^|\s)--force(\s|$)`, c.Text, "%s: minikube start carries --force (v1.37.2 is newer than minikube v1.38.1 knows: offline or rate-limited, GitHub's answer never comes; INSTRUCTOR.md)", where)
 				}
 			}
 		}
