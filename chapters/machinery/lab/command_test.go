@@ -92,7 +92,7 @@ func TestOutputChecks(t *testing.T) {
 func TestCheckVersions(t *testing.T) {
 	good := map[string]string{
 		"kubernetes-version": "v1.37.2", "etcd-version": "3.7.0-0", "coredns-version": "v1.14.6",
-		"pause-version": "3.10.2", "storage-provisioner-version": "v5", "kindnetd-version": "v20260213-ea8e5717",
+		"pause-version": "3.10.2", "storage-provisioner-version": "v5",
 	}
 	tests := []struct {
 		flag, value, wantErr string

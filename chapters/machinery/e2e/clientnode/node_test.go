@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-client/kubeletclient"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/repo"
 )
 
 // What kubeadm (through minikube's configuration) gives the node.
@@ -43,7 +44,7 @@ func readmeShowsCSR(t *testing.T, text, csr string) {
 // these tests saw.
 func readmeShows(t *testing.T, text string) {
 	t.Helper()
-	readme, err := os.ReadFile("../../10-client/README.md")
+	readme, err := os.ReadFile(repo.Path("chapters", "10-client", "README.md"))
 	require.NoError(t, err)
 	assert.Contains(t, string(readme), text, "the chapter README should show what the node answered")
 }

@@ -116,9 +116,9 @@ func newFixture(t *testing.T) *fixture {
 		// Each binary differs (a trailing name), as real ones do.
 		require.NoError(t, os.WriteFile(filepath.Join(f.binaries, name), append(data, name...), 0o755))
 	}
-	// Static like the real ones: pause, CoreDNS, minikube's storage-provisioner (its Makefile's
-	// PROVISIONER_LDFLAGS link it with -extldflags '-static') and kindnetd (CGO_ENABLED=0).
-	for _, name := range []string{"coredns", "pause", "storage-provisioner", "kindnetd"} {
+	// Static like the real ones: pause, CoreDNS, and minikube's storage-provisioner (its Makefile's
+	// PROVISIONER_LDFLAGS link it with -extldflags '-static').
+	for _, name := range []string{"coredns", "pause", "storage-provisioner"} {
 		cc(t, filepath.Join(f.binaries, name), fmt.Sprintf("void _start(void) { for (;;); } /* %s */\n", name), "-static", "-nostdlib")
 	}
 	return f
@@ -127,6 +127,6 @@ func newFixture(t *testing.T) *fixture {
 func (f *fixture) options(out string) Options {
 	return Options{
 		Binaries: f.binaries, LibraryRoot: f.root, Out: out,
-		Versions: Versions{Kubernetes: "v1.37.2", Etcd: "3.7.0-0", CoreDNS: "v1.14.6", Pause: "3.10.2", StorageProvisioner: "v5", KindNet: "v20260213-ea8e5717"},
+		Versions: Versions{Kubernetes: "v1.37.2", Etcd: "3.7.0-0", CoreDNS: "v1.14.6", Pause: "3.10.2", StorageProvisioner: "v5"},
 	}
 }

@@ -122,11 +122,9 @@ func TestBuild(t *testing.T) {
 		{"etcd", "registry.k8s.io/etcd:3.7.0-0", "registry.k8s.io/etcd_3.7.0-0", "/usr/local/bin/etcd", "", [][]string{sortedCopy(libraries), binaryLayer("/usr/local/bin/etcd")}},
 		// minikube's addon, after kubeadm's images: static, FROM scratch.
 		{"storage-provisioner", "gcr.io/k8s-minikube/storage-provisioner:v5", "gcr.io/k8s-minikube/storage-provisioner_v5", "/storage-provisioner", "", [][]string{binaryLayer("/storage-provisioner")}},
-		// minikube's CNI: static, with kube-proxy's iptables and nft (and their libraries) beside it.
-		{"kindnetd", "docker.io/kindest/kindnetd:v20260213-ea8e5717", "docker.io/kindest/kindnetd_v20260213-ea8e5717", "/bin/kindnetd", "", [][]string{proxyLibraries, binaryLayer("/bin/kindnetd")}},
 	}
 	require.Len(t, images, len(tests))
-	var librariesLayer, toolsLayer v1.Hash
+	var librariesLayer v1.Hash
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			image := images[i]
@@ -171,19 +169,14 @@ func TestBuild(t *testing.T) {
 			}
 			assert.Equal(t, fileDigest(t, filepath.Join(f.binaries, tt.name)), digests[tt.path], "the binary, unchanged")
 
-			if len(layers) == 2 {
-				// The same libraries make the same layer, stored once by containerd: the
-				// commands' libraries, and kube-proxy's and kindnetd's iptables and nft.
+			if len(layers) == 2 && tt.name != "kube-proxy" {
+				// The same libraries make the same layer, stored once by containerd.
 				digest, err := layers[0].Digest()
 				require.NoError(t, err)
-				shared := &librariesLayer
-				if tt.name == "kube-proxy" || tt.name == "kindnetd" {
-					shared = &toolsLayer
+				if librariesLayer == (v1.Hash{}) {
+					librariesLayer = digest
 				}
-				if *shared == (v1.Hash{}) {
-					*shared = digest
-				}
-				assert.Equal(t, *shared, digest)
+				assert.Equal(t, librariesLayer, digest)
 			}
 		})
 	}
@@ -209,7 +202,7 @@ func TestBuildIsIncremental(t *testing.T) {
 		return m
 	}
 	all := func(v bool) map[string]bool {
-		return map[string]bool{"kube-apiserver": v, "kube-controller-manager": v, "kube-scheduler": v, "kube-proxy": v, "coredns": v, "pause": v, "etcd": v, "storage-provisioner": v, "kindnetd": v}
+		return map[string]bool{"kube-apiserver": v, "kube-controller-manager": v, "kube-scheduler": v, "kube-proxy": v, "coredns": v, "pause": v, "etcd": v, "storage-provisioner": v}
 	}
 	only := func(names ...string) map[string]bool {
 		m := all(false)
@@ -242,7 +235,7 @@ func TestBuildIsIncremental(t *testing.T) {
 			data, err := os.ReadFile(p)
 			require.NoError(t, err)
 			require.NoError(t, os.WriteFile(p, append(data, 0), 0o644))
-		}, only("kube-proxy", "kindnetd")},
+		}, only("kube-proxy")},
 		{"a version changed", func() { opts.Versions.Pause = "3.11" }, only("pause")},
 		{"the storage-provisioner version changed", func() { opts.Versions.StorageProvisioner = "v6" }, only("storage-provisioner")},
 		{"an archive was removed", func() { require.NoError(t, os.Remove(filepath.Join(out, "registry.k8s.io", "etcd_3.7.0-0"))) }, only("etcd")},
@@ -269,7 +262,7 @@ func TestBuildIsIncremental(t *testing.T) {
 	}))
 	var want []string
 	for _, archive := range []string{
-		"docker.io/kindest/kindnetd_v20260213-ea8e5717", "gcr.io/k8s-minikube/storage-provisioner_v5", "gcr.io/k8s-minikube/storage-provisioner_v6",
+		"gcr.io/k8s-minikube/storage-provisioner_v5", "gcr.io/k8s-minikube/storage-provisioner_v6",
 		"registry.k8s.io/coredns/coredns_v1.14.6", "registry.k8s.io/etcd_3.7.0-0", "registry.k8s.io/kube-apiserver_v1.37.2",
 		"registry.k8s.io/kube-controller-manager_v1.37.2", "registry.k8s.io/kube-proxy_v1.37.2", "registry.k8s.io/kube-scheduler_v1.37.2",
 		"registry.k8s.io/pause_3.10.2", "registry.k8s.io/pause_3.11",
@@ -361,7 +354,7 @@ func TestResolve(t *testing.T) {
 }
 
 func ExampleSpecs() {
-	for _, spec := range Specs(Versions{Kubernetes: "v1.37.2", Etcd: "3.7.0-0", CoreDNS: "v1.14.6", Pause: "3.10.2", StorageProvisioner: "v5", KindNet: "v20260213-ea8e5717"}) {
+	for _, spec := range Specs(Versions{Kubernetes: "v1.37.2", Etcd: "3.7.0-0", CoreDNS: "v1.14.6", Pause: "3.10.2", StorageProvisioner: "v5"}) {
 		fmt.Printf("%-48s %s\n", spec.Ref, spec.Path)
 	}
 	// Output:
@@ -373,5 +366,4 @@ func ExampleSpecs() {
 	// registry.k8s.io/pause:3.10.2                     /pause
 	// registry.k8s.io/etcd:3.7.0-0                     /usr/local/bin/etcd
 	// gcr.io/k8s-minikube/storage-provisioner:v5       /storage-provisioner
-	// docker.io/kindest/kindnetd:v20260213-ea8e5717    /bin/kindnetd
 }
