@@ -171,7 +171,6 @@ func newImagesCommand() *cobra.Command {
 	f.StringVar(&opts.Versions.CoreDNS, "coredns-version", "", "tag of the CoreDNS image (kubeadm's CoreDNSVersion)")
 	f.StringVar(&opts.Versions.Pause, "pause-version", "", "tag of the pause image (kubeadm's PauseVersion)")
 	f.StringVar(&opts.Versions.StorageProvisioner, "storage-provisioner-version", "", "tag of minikube's storage-provisioner image (v5)")
-	f.StringVar(&opts.Versions.KindNet, "kindnetd-version", "", "tag of kind's kindnetd image, minikube's default CNI (v20260213-ea8e5717)")
 	return cmd
 }
 
@@ -311,7 +310,7 @@ var kubernetesVersion = regexp.MustCompile(`^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.
 // checkVersions checks the images' version flags: each names a tag, the Kubernetes version as
 // Kubernetes writes one.
 func checkVersions(cmd *cobra.Command) error {
-	for _, flag := range []string{"kubernetes-version", "etcd-version", "coredns-version", "pause-version", "storage-provisioner-version", "kindnetd-version"} {
+	for _, flag := range []string{"kubernetes-version", "etcd-version", "coredns-version", "pause-version", "storage-provisioner-version"} {
 		v, _ := cmd.Flags().GetString(flag)
 		switch {
 		case v == "":

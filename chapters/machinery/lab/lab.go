@@ -5,8 +5,7 @@
 // minikube a home whose cache holds the Kubernetes binaries and images built here from pinned
 // sources, and runs commands there — `minikube start …`, `kubectl …`, a chapter — exactly as a
 // reader types them. The offline settings reach minikube only through its environment
-// (MINIKUBE_*) and, for the one image it does not load by itself, its configuration file — never
-// through the commands.
+// (MINIKUBE_*), never through the commands.
 //
 // Nothing in the lab imitates minikube or Docker: they are the real programs, and the lab only
 // makes what they would otherwise download.
@@ -14,7 +13,6 @@ package lab
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -25,7 +23,6 @@ import (
 	"time"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/lab/dockerd"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/lab/images"
 )
 
 // Options configure a lab.
@@ -176,16 +173,6 @@ func (l *Lab) prepareHome() error {
 		filepath.Join(l.Dir, "minikube/.minikube/cache"): cache,
 		filepath.Join(l.Dir, "bin/minikube"):             l.opts.Minikube,
 	}
-	config, err := cachedImagesConfig(cache)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Join(l.Dir, "minikube/.minikube/config"), 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(l.Dir, "minikube/.minikube/config/config.json"), config, 0o644); err != nil {
-		return err
-	}
 	kubectls, _ := filepath.Glob(filepath.Join(cache, "linux", "*", "*", "kubectl"))
 	if len(kubectls) > 0 {
 		links[filepath.Join(l.Dir, "bin/kubectl")] = kubectls[0]
@@ -217,9 +204,9 @@ func (l *Lab) prepareHome() error {
 
 // OfflineSettings are the settings minikube needs here, as its environment: each is a start
 // flag (MINIKUBE_<FLAG>) or a configuration key minikube reads from there. Nothing else differs
-// from a reader's minikube: its default CNI (kindnet) and addons (storage-provisioner,
-// default-storageclass) run, built from source, and nothing is forced — the `--force` every
-// start carries is in the commands readers type (INSTRUCTOR.md says why).
+// from a reader's minikube but its CNI: the addons (storage-provisioner, default-storageclass)
+// run, built from source, and nothing is forced — the `--force` every start carries is in the
+// commands readers type (INSTRUCTOR.md says why).
 func OfflineSettings() []string {
 	return []string{
 		// The base image made here, found in the engine's images without a pull: kicbase
@@ -227,35 +214,14 @@ func OfflineSettings() []string {
 		"MINIKUBE_BASE_IMAGE=" + BaseImageRef,
 		// No preloaded tarball to download: the images come from the cache, one by one.
 		"MINIKUBE_PRELOAD=false",
+		// minikube's default CNI for the docker driver with containerd is kindnet, whose image
+		// cannot be built here: kind's images/kindnetd is a module the Go module proxy does not
+		// serve, and this repository builds only from what the proxy serves, never from a copy.
+		// bridge is minikube's own (and what its VM drivers run).
+		"MINIKUBE_CNI=bridge",
 		// No notice about a newer minikube (it could not be fetched anyway).
 		"MINIKUBE_WANTUPDATENOTIFICATION=false",
 	}
-}
-
-// cachedImagesConfig is minikube's configuration file in the lab's home: the images of the cache
-// that minikube does not load by itself, listed as `minikube cache add IMAGE` lists one (its
-// "cache" key), so that every start loads them into the node. That is kindnetd: minikube loads
-// the images of its own list (kubeadm's, storage-provisioner), but kindnet's comes from a preload
-// tarball or a pull from Docker Hub (pkg/minikube/bootstrapper/images/images.go, auxiliary), and
-// the lab has neither. On a laptop, `minikube cache add` is the offline kit's way for it
-// (INSTRUCTOR.md).
-func cachedImagesConfig(cache string) ([]byte, error) {
-	archives, err := filepath.Glob(filepath.Join(cache, "images", "*", images.KindNetRepository, "kindnetd_*"))
-	if err != nil {
-		return nil, err
-	}
-	listed := map[string]any{}
-	for _, archive := range archives {
-		if strings.HasSuffix(archive, ".inputs") || strings.HasSuffix(archive, ".tmp") {
-			continue
-		}
-		name := strings.TrimPrefix(filepath.Base(archive), "kindnetd_")
-		listed[images.KindNetRepository+"/kindnetd:"+name] = nil
-	}
-	if len(listed) == 0 {
-		return nil, fmt.Errorf("no kindnetd image in minikube's cache %s (make node-cache)", cache)
-	}
-	return json.MarshalIndent(map[string]any{"cache": listed}, "", "    ")
 }
 
 // Env is the environment of a command run in the lab: this process's, with the lab's settings

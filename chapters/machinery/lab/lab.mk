@@ -54,11 +54,6 @@ MINIKUBE_VERSION := $(shell sed -n 's|^require k8s.io/minikube \(v[^ ]*\).*|\1|p
 # module of its own: v5's source in minikube, with the client libraries v5 was built with (its tools.go).
 STORAGE_PROVISIONER_VERSION := v5
 STORAGE_PROVISIONER_MODULE := chapters/machinery/lab/storageprovisioner
-# minikube's pkg/minikube/bootstrapper/images/images.go (KindNet): kindnetd, minikube's default CNI
-# for the docker driver with containerd; the commit in the tag is kind's, whose images/kindnetd
-# source chapters/machinery/lab/kindnetd holds (the module proxy serves none of it).
-KINDNETD_VERSION := v20260213-ea8e5717
-KINDNETD_MODULE := chapters/machinery/lab/kindnetd
 # BuildKit's version: the require line of chapters/machinery/lab/buildkit/go.mod (a module of its own, as
 # minikube's), the BUILDKIT_VERSION of minikube's deploy/kicbase/Dockerfile at MINIKUBE_VERSION.
 BUILDKIT_MODULE := chapters/machinery/lab/buildkit
@@ -140,13 +135,8 @@ node-storage-provisioner: ## minikube's storage-provisioner v5 (static) into .bi
 	@cd $(STORAGE_PROVISIONER_MODULE) && CGO_ENABLED=0 LDFLAGS='$(NODE_STRIP)' \
 	  $(CURDIR)/.ci/go-progress $(CURDIR)/$(NODE)/images/storage-provisioner k8s.io/minikube/cmd/storage-provisioner
 
-# kind's images/kindnetd/Dockerfile: CGO_ENABLED=0 go build ./cmd/kindnetd.
-.PHONY: node-kindnetd
-node-kindnetd: ## kind's kindnetd (static), minikube's default CNI, into .bin/node/images.
-	@cd $(KINDNETD_MODULE) && CGO_ENABLED=0 LDFLAGS='$(NODE_STRIP)' $(CURDIR)/.ci/go-progress $(CURDIR)/$(NODE)/images/kindnetd ./cmd/kindnetd
-
 .PHONY: node-binaries
-node-binaries: node-kubernetes node-etcd node-containerd node-runc node-crictl node-cni node-coredns node-buildkit node-pause node-storage-provisioner node-kindnetd ## Every binary of the lab.
+node-binaries: node-kubernetes node-etcd node-containerd node-runc node-crictl node-cni node-coredns node-buildkit node-pause node-storage-provisioner ## Every binary of the lab.
 
 .PHONY: lab
 lab: ## Build .bin/lab, the lab's command (chapters/machinery/lab/cmd/lab).
@@ -160,7 +150,7 @@ node-rootfs: lab ## The base image's root file system in .bin/node/rootfs: Debia
 node-cache: lab ## minikube's cache in .bin/node/minikube-cache: the images kubeadm and minikube ask for, kubeadm, kubelet, kubectl (needs NODE_ROOTFS).
 	@$(BIN)/lab images --binaries $(NODE)/images --library-root $(NODE_ROOTFS) --kubernetes-binaries $(NODE)/bin --cache $(NODE)/minikube-cache \
 	  --kubernetes-version $(K8S_VERSION) --etcd-version $(ETCD_IMAGE_TAG) --coredns-version $(COREDNS_VERSION) --pause-version $(PAUSE_VERSION) \
-	  --storage-provisioner-version $(STORAGE_PROVISIONER_VERSION) --kindnetd-version $(KINDNETD_VERSION)
+	  --storage-provisioner-version $(STORAGE_PROVISIONER_VERSION)
 
 .PHONY: node-base-image
 node-base-image: lab ## The base image minikube runs as its node, .bin/node/kicbase.tar (needs NODE_ROOTFS).

@@ -1,6 +1,6 @@
 // Package images builds, without a registry, the container images real minikube loads into its
 // node: those kubeadm asks for — the control plane, kube-proxy, etcd, CoreDNS and pause — and
-// minikube's storage-provisioner and kindnetd, each from a binary built from pinned sources (make
+// minikube's storage-provisioner, each from a binary built from pinned sources (make
 // node-binaries), written as a docker archive where minikube's image cache keeps it
 // (cache/images/amd64/<name>_<tag>). minikube copies each into the node and loads it with
 // `ctr -n=k8s.io images import`, under exactly the name kubeadm's manifests and minikube's
@@ -68,9 +68,6 @@ type Versions struct {
 	// StorageProvisioner is minikube's storage-provisioner tag, v5 (its Makefile's
 	// STORAGE_PROVISIONER_TAG, stamped into minikube's binary).
 	StorageProvisioner string
-	// KindNet is the tag of kind's kindnetd image minikube runs as its default CNI,
-	// v20260213-ea8e5717 (pkg/minikube/bootstrapper/images/images.go, KindNet).
-	KindNet string
 }
 
 // Spec says what goes into one image.
@@ -117,7 +114,7 @@ var kubeProxyTools = func() []Tool {
 
 // Specs are the images kubeadm asks for, in the order `kubeadm config images list` prints them
 // (GetControlPlaneImages): the control plane, kube-proxy, CoreDNS, pause, etcd; then minikube's:
-// storage-provisioner (its default addon) and kindnetd (its default CNI here).
+// storage-provisioner (its default addon).
 func Specs(v Versions) []Spec {
 	kube := func(name string) Spec {
 		path := "/usr/local/bin/" + name
@@ -136,16 +133,8 @@ func Specs(v Versions) []Spec {
 		{Name: "etcd", Ref: Repository + "/etcd:" + v.Etcd, Path: "/usr/local/bin/etcd", Entrypoint: []string{"/usr/local/bin/etcd"}},
 		// minikube's addon (deploy/storage-provisioner/Dockerfile: FROM scratch, the static binary).
 		{Name: "storage-provisioner", Ref: MinikubeRepository + "/storage-provisioner:" + v.StorageProvisioner, Path: "/storage-provisioner", Entrypoint: []string{"/storage-provisioner"}},
-		// minikube's default CNI for the docker driver with containerd (kind's images/kindnetd/Dockerfile:
-		// the static binary at /bin/kindnetd on distroless-iptables; it runs iptables for its masquerade
-		// rules, taken here from the node's Debian as kube-proxy's are).
-		{Name: "kindnetd", Ref: KindNetRepository + "/kindnetd:" + v.KindNet, Path: "/bin/kindnetd", Entrypoint: []string{"/bin/kindnetd"}, Tools: kubeProxyTools},
 	}
 }
-
-// KindNetRepository is where minikube takes kindnetd from with no --image-repository
-// (pkg/minikube/bootstrapper/images/images.go, KindNet).
-const KindNetRepository = "docker.io/kindest"
 
 // MinikubeRepository is where minikube's own images live (pkg/minikube/bootstrapper/images).
 const MinikubeRepository = "gcr.io/k8s-minikube"
@@ -185,7 +174,7 @@ func (o Options) validate() error {
 		"binaries directory": o.Binaries, "library root": o.LibraryRoot, "output directory": o.Out,
 		"kubernetes version": o.Versions.Kubernetes, "etcd version": o.Versions.Etcd,
 		"CoreDNS version": o.Versions.CoreDNS, "pause version": o.Versions.Pause,
-		"storage-provisioner version": o.Versions.StorageProvisioner, "kindnetd version": o.Versions.KindNet,
+		"storage-provisioner version": o.Versions.StorageProvisioner,
 	} {
 		if value == "" {
 			errs = append(errs, fmt.Errorf("no %s", flag))

@@ -63,10 +63,10 @@ var programs = []struct{ name, path string }{
 	{"buildctl", "/usr/local/bin/buildctl"},
 }
 
-// cniPlugins are the plugins of kindnet's configuration, minikube's default CNI here (kind's
-// cmd/kindnetd/cni.go: ptp with host-local, portmap), of minikube's bridge one
-// (pkg/minikube/cni/bridge.go: bridge with host-local, portmap, firewall), and the loopback every
-// pod needs. kicbase ships every plugin of the release; these are the ones either configuration runs.
+// cniPlugins are the plugins of minikube's bridge configuration, the lab's CNI
+// (pkg/minikube/cni/bridge.go: bridge with host-local, portmap, firewall), ptp, which kindnet's
+// configuration (minikube's default on a laptop) names, and the loopback every pod needs. kicbase
+// ships every plugin of the release; these are the ones either configuration runs.
 var cniPlugins = []string{"ptp", "bridge", "host-local", "loopback", "portmap", "firewall"}
 
 // units enabled or masked in the image, as symbolic links.

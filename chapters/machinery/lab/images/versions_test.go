@@ -355,15 +355,14 @@ func TestVersionProblems(t *testing.T) {
 
 // TestSpecsAreWhatKubeadmAsksFor compares Specs with what the node is asked for, for the
 // Makefile's versions: the first seven with what the real kubeadm, built by make
-// node-kubernetes, prints; the eighth and ninth with the storage-provisioner and kindnetd images
-// minikube's source names.
+// node-kubernetes, prints; the eighth with the storage-provisioner image minikube's source names.
 func TestSpecsAreWhatKubeadmAsksFor(t *testing.T) {
 	mk := makefileVersions(t)
 	specs := Specs(Versions{
 		Kubernetes: mk["K8S_VERSION"], Etcd: mk["ETCD_IMAGE_TAG"], CoreDNS: mk["COREDNS_VERSION"], Pause: mk["PAUSE_VERSION"],
-		StorageProvisioner: mk["STORAGE_PROVISIONER_VERSION"], KindNet: mk["KINDNETD_VERSION"],
+		StorageProvisioner: mk["STORAGE_PROVISIONER_VERSION"],
 	})
-	require.Len(t, specs, 9, "kubeadm's seven images, then minikube's storage-provisioner and kindnetd")
+	require.Len(t, specs, 8, "kubeadm's seven images, then minikube's storage-provisioner")
 
 	t.Run("kubeadm config images list", func(t *testing.T) {
 		kubeadm, err := filepath.Abs(filepath.Join(repoRoot, ".bin/node/bin/kubeadm"))
@@ -402,34 +401,6 @@ func TestSpecsAreWhatKubeadmAsksFor(t *testing.T) {
 			regexp.MustCompile(`(?m)^\s*command:\s*\["([^"]+)"\]`))
 		assert.Equal(t, []string{command}, spec.Entrypoint, "the addon's command")
 	})
-
-	t.Run("minikube's kindnetd", func(t *testing.T) {
-		minikube := minikubeDir(t, mk["MINIKUBE_VERSION"])
-		assert.Equal(t, minikubeKindNetImage(t, minikube), specs[8].Ref)
-		// The source chapters/machinery/lab/kindnetd holds is kind's at the commit the tag names
-		// (kind tags its images vDATE-COMMIT): its README says which, and the Makefile builds it.
-		_, commit, ok := strings.Cut(mk["KINDNETD_VERSION"], "-")
-		require.True(t, ok, "KINDNETD_VERSION is kind's vDATE-COMMIT: %s", mk["KINDNETD_VERSION"])
-		readme, err := os.ReadFile(filepath.Join(repoRoot, "chapters/machinery/lab/kindnetd/README.md"))
-		require.NoError(t, err)
-		assert.Regexp(t, `kind/tree/`+regexp.QuoteMeta(commit)+`[0-9a-f]*/images/kindnetd`, string(readme), "the copy's README names the tag's commit")
-	})
-}
-
-// minikubeKindNetImage is the kindnetd image minikube asks for with no --image-repository:
-// pkg/minikube/bootstrapper/images/images.go (KindNet) joins "docker.io/kindest" and the tag.
-func minikubeKindNetImage(t *testing.T, minikube string) string {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(minikube, "pkg/minikube/bootstrapper/images/images.go"))
-	require.NoError(t, err)
-	_, body, ok := strings.Cut(string(data), "\nfunc KindNet(")
-	require.True(t, ok, "images.go has func KindNet")
-	body, _, _ = strings.Cut(body, "\n}\n")
-	repo := regexp.MustCompile(`repo = "([^"]+)"`).FindStringSubmatch(body)
-	require.NotNil(t, repo, "KindNet has a default repository: %s", body)
-	image := regexp.MustCompile(`path\.Join\(repo, "([^"]+)"\)`).FindStringSubmatch(body)
-	require.NotNil(t, image, "KindNet names the image: %s", body)
-	return path.Join(repo[1], image[1])
 }
 
 // minikubeStorageProvisionerImage is the storage-provisioner image minikube's binary asks for
