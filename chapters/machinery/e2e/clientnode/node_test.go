@@ -381,7 +381,7 @@ func TestTableAgreesWithKubectl(t *testing.T) {
 		// Until the DaemonSet's pod has settled (ContainerCreating agrees too, but is not the point).
 		return ours["kubelet-reader/"+daemonSetPod(ours)] == "0/1 ErrImageNeverPull 0" && assert.ObjectsAreEqual(theirs, ours)
 	}, time.Minute, time.Second, "client:\n%v\nkubectl:\n%v", &ours, &theirs) // pointers: the last answers
-	assert.Len(t, ours, 7, "kube-system's six and the DaemonSet's")
+	assert.Len(t, ours, 8, "kube-system's seven (the control plane's four, CoreDNS, kube-proxy, storage-provisioner) and the DaemonSet's")
 }
 
 func daemonSetPod(rows map[string]string) string {
