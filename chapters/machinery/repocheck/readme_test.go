@@ -237,6 +237,9 @@ var taughtPorts = map[int]bool{53: true, 2379: true, 2380: true, 6443: true, 844
 // at the end of a row.
 var ageColumn = regexp.MustCompile(`(?m)( {2,}|\t)(\d{1,2}s|\d{1,2}m(\d{1,2}s)?)( {2,}|\t|$)`)
 
+// storageProvisionerRestarts is the RESTARTS cell of storage-provisioner's row in kubectl's listing.
+var storageProvisionerRestarts = regexp.MustCompile(`(?m)(storage-provisioner +\d+/\d+ +Running +)\d+(?: \(\d+[smh](?:\d+[smh])? ago\))?`)
+
 var portInAddress = regexp.MustCompile(`((?:\d+\.\d+\.\d+\.\d+|localhost|\[[0-9a-f:]+\]):)(\d+)\b`)
 
 func normalizePort(match string) string {
@@ -298,6 +301,11 @@ var normalizers = []normalizer{
 	}},
 	{"process ID", regexp.MustCompile(`\(PID \d+ here\)|--target \d+\b|/proc/\d+/`), func(m string) string {
 		return regexp.MustCompile(`\d+`).ReplaceAllString(m, "N")
+	}},
+	// minikube's storage-provisioner starts beside the cluster's service network and may exit once
+	// before it answers: its restarts are 0 or "1 (40s ago)" from run to run (the README says so).
+	{"storage-provisioner's restarts", storageProvisionerRestarts, func(m string) string {
+		return storageProvisionerRestarts.ReplaceAllString(m, "${1}RESTARTS")
 	}},
 	{"age column", ageColumn, func(m string) string { return ageColumn.ReplaceAllString(m, "${1}AGE$4") }},
 	{"echoed Ctrl-C", regexp.MustCompile(`(?m)^\^C$`), replaceWith("")},
@@ -677,6 +685,11 @@ func TestNormalize(t *testing.T) {
 			change: "kube-system   etcd-walkthrough   Running   12s\nnode/minikube   Ready   control-plane   45s   v1.37.2\nweb   1/1   Running   3m20s",
 			want:   "kube-system etcd-walkthrough Running AGE\nnode/minikube Ready control-plane AGE v1.37.2\nweb 1/1 Running AGE",
 			keep:   "error: timed out after 10s\nweb 1/1 Running 5h12m\ncert expires in 364d",
+		},
+		"storage-provisioner's restarts": {
+			change: "kube-system   pod/storage-provisioner   1/1   Running   1 (40s ago)   52s\nkube-system   pod/storage-provisioner   1/1   Running   0   52s",
+			want:   "kube-system pod/storage-provisioner 1/1 Running RESTARTS AGE\nkube-system pod/storage-provisioner 1/1 Running RESTARTS AGE",
+			keep:   "kube-system pod/coredns-x 1/1 Running 1 AGE\nkube-system storage-provisioner <none>",
 		},
 		"echoed Ctrl-C": {
 			change: "^C", want: "",
