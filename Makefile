@@ -1,7 +1,5 @@
-# kubelet-walkthrough — `make` lists the targets.
-#
-# The kubernetes version lives in go.mod only (the require line of k8s.io/kubernetes);
-# everything here reads it from there.
+# kubelet-walkthrough — `make` lists the targets. The kubernetes version lives in go.mod only (the
+# require line of k8s.io/kubernetes); everything here reads it from there.
 
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
@@ -73,7 +71,7 @@ debug-%: dlv ## Serve one chapter in a headless Delve on DEBUG_ADDR for an edito
 ##@ Test
 
 # make test's stages, in order; .ci/stages prints how long each took.
-TEST_STAGES := prerequisites verify verify-notes test-node-components test-unit test-rehearsal+test-race test-readmes
+TEST_STAGES := prerequisites verify verify-notes test-node-components test-unit test-rehearsal+test-race+test-lab test-readmes
 
 .PHONY: test
 test: ## Everything CI checks (.ci/run calls this), stage by stage, with a time summary at the end.
@@ -89,12 +87,12 @@ TIMEOUT     ?= 45m
 README_RUNS ?= 1
 
 .PHONY: verify
-verify: verify-deps verify-platforms ## Static gates: gofmt, go mod tidy, go vet, pinned staging modules, the layout's import rules, the macOS and Windows builds.
+verify: verify-platforms ## Static gates: gofmt, go mod tidy, go vet, pinned staging modules, the layout's import rules, the macOS and Windows builds.
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) mod tidy -diff
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout $(TIMEOUT) -run '^(TestImportRules|TestImportProblems|TestPlatforms|TestPlatformProblems|TestSideBySideBenchmarksReportRatios|TestLayout|TestMarkdownLinks|TestMainShape)$$' ./chapters/machinery/repocheck/
+	$(GO) test -count=1 -timeout $(TIMEOUT) -run '^(TestStagingReplaces|TestImportRules|TestImportProblems|TestPlatforms|TestPlatformProblems|TestSideBySideBenchmarksReportRatios|TestLayout|TestMarkdownLinks|TestMainShape)$$' ./chapters/machinery/repocheck/
 
 # What runs on macOS and Windows too (the one list; TestPlatforms holds README.md's table to it, and
 # .ci/README.md says why the others need Linux).
@@ -106,9 +104,17 @@ CROSS_TARGETS  := darwin/arm64 windows/amd64
 verify-platforms: ## Type-check for macOS (darwin/arm64) and Windows (windows/amd64), from source, every chapter that runs there (CROSS_PLATFORM).
 	$(GO) run ./chapters/machinery/repocheck/typecheck $(CROSS_TARGETS:%=--platform %) $(CROSS_PLATFORM:%=./%)
 
+# The lab's packages start minikube and mostly wait on it: beside the rehearsal (test-lab), not in test-unit.
+LAB_PKGS    := chapters/machinery/lab chapters/11-node/bootstory chapters/machinery/e2e/clientnode
+UNIT_PKGS    = $(filter-out $(LAB_PKGS:%=$(shell $(GO) list -m)/%),$(shell $(GO) list ./...))
+
 .PHONY: test-unit
-test-unit: ## go test every package in random order (the README runs and the workshop's rehearsal have their targets).
-	.ci/clean-tmp $(GO) test -count=1 -shuffle=on -timeout $(TIMEOUT) -skip '^(TestChapterREADMEs|TestRehearseWorkshop)$$' $(TEST_FLAGS) ./...
+test-unit: ## go test every package in random order but the lab's (the README runs and the workshop's rehearsal have their targets).
+	.ci/clean-tmp $(GO) test -count=1 -shuffle=on -timeout $(TIMEOUT) -skip '^(TestChapterREADMEs|TestRehearseWorkshop)$$' $(TEST_FLAGS) $(UNIT_PKGS)
+
+.PHONY: test-lab
+test-lab: ## go test the lab's packages (LAB_PKGS: each starts real minikube in a lab; skipped, saying why, without root).
+	.ci/clean-tmp $(GO) test -count=1 -shuffle=on -timeout $(TIMEOUT) $(TEST_FLAGS) $(LAB_PKGS:%=./%)
 
 .PHONY: test-rehearsal
 test-rehearsal: ## The workshop, every command as its READMEs print it, on real minikube in the lab (alone: its timings are checked; -v: the log is the record INSTRUCTOR.md's timings come from).
@@ -135,10 +141,6 @@ test-readmes: ## Run every chapter README's commands and compare their output: a
 test-%: ## Test one chapter and its packages, e.g. `make test-04-runkubelet`.
 	$(GO) test -count=1 -shuffle=on -timeout $(TIMEOUT) $(TEST_FLAGS) ./chapters/$*/...
 
-.PHONY: verify-deps
-verify-deps: ## Check that go.mod pins every kubernetes staging module at the matching version.
-	$(GO) test -count=1 -timeout $(TIMEOUT) -run '^TestStagingReplaces$$' ./chapters/machinery/repocheck/
-
 .PHONY: verify-notes
 verify-notes: ## Check every source citation against the pinned module; K8S=v1.38.0 lists what an upgrade breaks.
 	K8S_VERSION=$(K8S) $(GO) test -count=1 -timeout $(TIMEOUT) -v -run '^TestCitations$$' ./chapters/machinery/notescheck/
@@ -154,7 +156,5 @@ bench: ## Run the benchmarks BENCH_COUNT times (6), then judge each side-by-side
 	@mkdir -p $(BIN)
 	$(GO) test -timeout $(TIMEOUT) -run '^$$' -bench '$(BENCH)' -count $(BENCH_COUNT) -benchmem $(TEST_FLAGS) ./... | tee $(BIN)/bench.txt
 	@$(GO) run ./chapters/machinery/testsupport/benchratio/benchsummary --goals notes/measurements.md $(BIN)/bench.txt
-
-##@ Lab: real minikube on a real Docker engine, offline (the recipes: chapters/machinery/lab/lab.mk)
 
 include chapters/machinery/lab/lab.mk
