@@ -37,6 +37,9 @@ func NewCommand(ctx context.Context) *cobra.Command {
 type runOptions struct {
 	Options
 	serve bool
+	// asAttendee and owns make Options.Attendee.
+	asAttendee bool
+	owns       []string
 }
 
 func newRunCommand() *cobra.Command {
@@ -50,6 +53,9 @@ func newRunCommand() *cobra.Command {
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Log = cmd.ErrOrStderr()
+			if o.asAttendee {
+				o.Attendee = &Attendee{Owns: o.owns}
+			}
 			if err := checkRunDir(o.Dir); err != nil {
 				return err
 			}
@@ -61,6 +67,8 @@ func newRunCommand() *cobra.Command {
 	f.StringVar(&o.Components, "components", ".bin/node", "the lab's components (make node-components)")
 	f.StringVar(&o.Minikube, "minikube", ".bin/minikube", "minikube, built from its module (make minikube)")
 	f.BoolVar(&o.serve, "serve", false, "after the command, keep the lab until Ctrl-C")
+	f.BoolVar(&o.asAttendee, "as-attendee", false, "run the commands as a workshop attendee: a normal user in the group of the engine's socket, who writes --owns and Go's caches as their owner does (in the lab's mount namespace only)")
+	f.StringSliceVar(&o.owns, "owns", []string{"."}, "with --as-attendee: directories the attendee's commands write as their owner (the checkout)")
 	return cmd
 }
 
@@ -90,8 +98,7 @@ func (o *runOptions) run(ctx context.Context, args []string, stdin io.Reader, st
 	if err != nil {
 		return err
 	}
-	cmd := l.Command(context.WithoutCancel(ctx), args[0], args[1:]...)
-	cmd.Dir = "" // the command runs where `lab run` was started
+	cmd := l.CommandIn(context.WithoutCancel(ctx), "", args[0], args[1:]...) // where `lab run` was started
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	if err := cmd.Run(); err != nil {
 		var exit *exec.ExitError
@@ -114,7 +121,14 @@ func (o *runOptions) run(ctx context.Context, args []string, stdin io.Reader, st
 func (l *Lab) WriteShell() (string, error) {
 	var b strings.Builder
 	b.WriteString("#!/bin/sh\n# A command (bash by default) in the lab: on its Docker engine's network, with its environment.\n")
-	fmt.Fprintf(&b, "exec nsenter %s -- env", strings.Join(l.Engine.Enter(), " "))
+	if l.laptop != nil {
+		// As the attendee, on the laptop, in this directory.
+		enter := l.laptop.enter("")
+		enter[len(enter)-2] = `--chdir="$PWD"`
+		fmt.Fprintf(&b, "exec nsenter %s %s", strings.Join(l.Engine.Enter(), " "), strings.Join(enter, " "))
+	} else {
+		fmt.Fprintf(&b, "exec nsenter %s -- env", strings.Join(l.Engine.Enter(), " "))
+	}
 	for _, kv := range l.Settings() {
 		b.WriteString(" " + shellQuote(kv))
 	}

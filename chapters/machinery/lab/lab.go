@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,6 +37,9 @@ type Options struct {
 	Minikube string
 	// Log receives what the lab does, one line a step; nil discards it.
 	Log io.Writer
+	// Attendee, when not nil, runs the lab's commands as a workshop attendee: a normal user in
+	// the group of the engine's socket, not root (attendee.go).
+	Attendee *Attendee
 }
 
 // Layout of the components directory, as the Makefile writes it.
@@ -62,6 +66,8 @@ type Lab struct {
 	// netNS is the engine's network namespace (its /proc link), kept to tell after Stop whether a
 	// process is still in it.
 	netNS string
+	// laptop holds the mount namespace the attendee's commands run in; nil runs them as root.
+	laptop *laptopProcess
 }
 
 // Requirements says what this machine lacks to start a lab, each with what to do (nil: nothing).
@@ -72,6 +78,9 @@ func Requirements(components, minikube string) error {
 	}
 	if _, err := exec.LookPath("nsenter"); err != nil {
 		missing = append(missing, errors.New("nsenter on PATH (Debian package util-linux)"))
+	}
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		missing = append(missing, errors.New("setpriv on PATH (Debian package util-linux): the attendee's commands"))
 	}
 	for _, f := range []struct{ path, make string }{
 		{filepath.Join(components, BaseImageArchive), "make node-components"},
@@ -125,6 +134,17 @@ func Start(ctx context.Context, opts Options) (l *Lab, err error) {
 	start := time.Now()
 	// A temporary lab goes with its engine, also when this process dies first.
 	engineOpts := dockerd.Options{Dir: filepath.Join(l.Dir, "docker")}
+	dirMode := os.FileMode(0o700)
+	var attendee laptopSpec
+	var id identity
+	if opts.Attendee != nil {
+		if id, attendee, err = l.prepareAttendee(); err != nil {
+			return l, err
+		}
+		// The attendee reaches the socket in the engine's directory, and uses it as the group's.
+		engineOpts.SocketGroup = strconv.Itoa(id.Docker)
+		dirMode = 0o711
+	}
 	if l.temp {
 		engineOpts.RemoveOnExit = l.Dir
 	}
@@ -132,7 +152,10 @@ func Start(ctx context.Context, opts Options) (l *Lab, err error) {
 		engineOpts.Runtime = filepath.Join(opts.Components, ShimPath)
 		fmt.Fprintf(opts.Log, "Docker runs its containers through the runc shim here: it %s.\n", why)
 	}
-	if err := os.MkdirAll(engineOpts.Dir, 0o700); err != nil {
+	if err := os.MkdirAll(engineOpts.Dir, dirMode); err != nil {
+		return l, err
+	}
+	if err := os.Chmod(engineOpts.Dir, dirMode); err != nil {
 		return l, err
 	}
 	if l.Engine, err = dockerd.Start(ctx, engineOpts); err != nil {
@@ -140,6 +163,13 @@ func Start(ctx context.Context, opts Options) (l *Lab, err error) {
 	}
 	l.netNS, _ = os.Readlink(l.Engine.NetNS())
 	fmt.Fprintf(opts.Log, "Docker engine up in %s (its own namespaces, socket %s).\n", time.Since(start).Round(100*time.Millisecond), l.Engine.Socket)
+	if opts.Attendee != nil {
+		if l.laptop, err = startLaptop(l.Engine.Enter(), id, attendee); err != nil {
+			return l, err
+		}
+		fmt.Fprintf(opts.Log, "Commands run as %s (uid %d, gid %d, groups %d,%d), writing as their owner %s.\n",
+			AttendeeName, id.UID, id.GID, id.GID, id.Docker, strings.Join(attendee.Mounts, ", "))
+	}
 	start = time.Now()
 	load := l.Command(ctx, "docker", "load", "--quiet", "--input", filepath.Join(opts.Components, BaseImageArchive))
 	if out, err := load.CombinedOutput(); err != nil {
@@ -191,6 +221,9 @@ func (l *Lab) prepareHome() error {
 		"DOCKER_HOST=unix://" + filepath.Join(l.Dir, "docker", "docker.sock"),
 		"MINIKUBE_HOME=" + filepath.Join(l.Dir, "minikube"),
 	}
+	if l.opts.Attendee != nil {
+		l.env = append(l.env, "USER="+AttendeeName, "LOGNAME="+AttendeeName)
+	}
 	// HOME is the lab's, so that minikube and kubectl write nothing into this user's; Go's caches
 	// stay this user's, so that a `go build` in the lab is a link, not a download.
 	if out, err := exec.Command("go", "env", "GOPATH", "GOCACHE", "GOMODCACHE").Output(); err == nil {
@@ -200,6 +233,47 @@ func (l *Lab) prepareHome() error {
 	}
 	l.env = append(l.env, OfflineSettings()...)
 	return nil
+}
+
+// prepareAttendee makes what the attendee needs in the run directory: its passwd and group
+// files (this machine's, with the attendee's lines), the lab's directories its own, and where
+// its idmapped mounts go: the directories it owns, and Go's caches.
+func (l *Lab) prepareAttendee() (identity, laptopSpec, error) {
+	var spec laptopSpec
+	passwd, err := os.ReadFile("/etc/passwd")
+	if err != nil {
+		return identity{}, spec, err
+	}
+	group, err := os.ReadFile("/etc/group")
+	if err != nil {
+		return identity{}, spec, err
+	}
+	id := pickIdentity(string(passwd), string(group))
+	home := filepath.Join(l.Dir, "home")
+	etc := filepath.Join(l.Dir, "etc")
+	spec = laptopSpec{UID: id.UID, GID: id.GID, Passwd: filepath.Join(etc, "passwd"), Group: filepath.Join(etc, "group")}
+	if err := os.MkdirAll(etc, 0o755); err != nil {
+		return id, spec, err
+	}
+	if err := os.WriteFile(spec.Passwd, []byte(passwdWith(string(passwd), id, home)), 0o644); err != nil {
+		return id, spec, err
+	}
+	if err := os.WriteFile(spec.Group, []byte(groupWith(string(group), id)), 0o644); err != nil {
+		return id, spec, err
+	}
+	for _, d := range []string{"", "minikube", "minikube/.minikube", "home", "tmp", "docker-config", "bin"} {
+		if err := os.Lchown(filepath.Join(l.Dir, d), id.UID, id.GID); err != nil {
+			return id, spec, err
+		}
+	}
+	owns := append([]string(nil), l.opts.Attendee.Owns...)
+	for _, kv := range l.env {
+		if k, v, _ := strings.Cut(kv, "="); (k == "GOCACHE" || k == "GOMODCACHE") && v != "" {
+			owns = append(owns, v)
+		}
+	}
+	spec.Mounts, err = mountPoints(owns)
+	return id, spec, err
 }
 
 // OfflineSettings are the settings minikube needs here, as its environment: each is a start
@@ -235,6 +309,9 @@ func (l *Lab) Env() []string {
 	return env
 }
 
+// Attendee says whether the lab's commands run as the attendee.
+func (l *Lab) Attendee() bool { return l.laptop != nil }
+
 // Settings are the lab's own variables (what Env adds), one NAME=value each.
 func (l *Lab) Settings() []string { return append([]string(nil), l.env...) }
 
@@ -252,9 +329,23 @@ func withoutKey(env []string, key string) []string {
 // published ports are, with the lab's environment. It runs in the engine's PID namespace too,
 // so that it ends with the lab, also when the process that started both dies first.
 func (l *Lab) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, "nsenter", append(l.Engine.Enter(), append([]string{"--", name}, args...)...)...)
+	return l.CommandIn(ctx, l.Dir, name, args...)
+}
+
+// CommandIn is Command in the working directory dir ("": this process's).
+func (l *Lab) CommandIn(ctx context.Context, dir, name string, args ...string) *exec.Cmd {
+	if dir == "" {
+		dir, _ = os.Getwd()
+	}
+	argv := l.Engine.Enter()
+	if l.laptop != nil {
+		argv = append(argv, l.laptop.enter(dir)...)
+	} else {
+		argv = append(argv, "--")
+	}
+	cmd := exec.CommandContext(ctx, "nsenter", append(argv, append([]string{name}, args...)...)...)
 	cmd.Env = l.Env()
-	cmd.Dir = l.Dir
+	cmd.Dir = dir
 	return cmd
 }
 
@@ -270,6 +361,9 @@ func (l *Lab) Stop(ctx context.Context) error {
 			if err != nil {
 				errs = append(errs, fmt.Errorf("minikube delete --all: %w: %s", err, out))
 			}
+		}
+		if l.laptop != nil {
+			l.laptop.stop()
 		}
 		if err := l.Engine.Stop(ctx); err != nil {
 			errs = append(errs, err)

@@ -38,6 +38,10 @@ type Options struct {
 	// Runtime is an OCI runtime to register as Docker's default instead of runc (the lab's
 	// runcshim, on machines whose capability bounding set needs it); "" keeps runc.
 	Runtime string
+	// SocketGroup is the group that owns the engine's socket (dockerd's --group, a name or a
+	// gid), whose members use the engine as the docker group's do; "" is dockerd's default, the
+	// group docker where it exists.
+	SocketGroup string
 	// RemoveOnExit is a directory (Dir, or one above it) the keeper removes when it ends, also
 	// when the process that started it died first; "" keeps it.
 	RemoveOnExit string
@@ -126,6 +130,9 @@ func Start(ctx context.Context, opts Options) (*Engine, error) {
 		// dockerd keeps its identity key in /etc/docker unless told otherwise.
 		"deprecated-key-path": filepath.Join(dir, "key.json"),
 		"exec-opts":           []string{"native.cgroupdriver=cgroupfs"},
+	}
+	if opts.SocketGroup != "" {
+		config["group"] = opts.SocketGroup
 	}
 	if opts.Runtime != "" {
 		config["runtimes"] = map[string]any{"runcshim": map[string]string{"path": opts.Runtime}}

@@ -1,0 +1,173 @@
+package lab
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/lab/dockerd"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/tier"
+)
+
+func TestPickIdentity(t *testing.T) {
+	tests := []struct {
+		name          string
+		passwd, group string
+		want          identity
+	}{
+		{"a machine without normal users or docker group",
+			"root:x:0:0:root:/root:/bin/bash\n", "root:x:0:\n",
+			identity{UID: 1000, GID: 1000, Docker: 1001}},
+		{"the machine's docker group is the socket's",
+			"root:x:0:0:root:/root:/bin/bash\n", "root:x:0:\ndocker:x:105:\n",
+			identity{UID: 1000, GID: 1000, Docker: 105}},
+		{"uid 1000 is a user's, gid 1001 a group's: the first number free in both",
+			"root:x:0:0::/root:/bin/bash\nada:x:1000:1000::/home/ada:/bin/bash\n", "root:x:0:\nada:x:1000:\nstaff:x:1001:\n",
+			identity{UID: 1002, GID: 1002, Docker: 1003}},
+		{"a docker gid of the lab's own skips taken groups",
+			"", "g:x:1001:\n",
+			identity{UID: 1000, GID: 1000, Docker: 1002}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, pickIdentity(tt.passwd, tt.group))
+		})
+	}
+}
+
+func TestPasswdAndGroupFiles(t *testing.T) {
+	id := identity{UID: 1000, GID: 1000, Docker: 105}
+	assert.Equal(t, "root:x:0:0:root:/root:/bin/bash\nattendee:x:1000:1000:workshop attendee:/lab/home:/bin/bash\n",
+		passwdWith("root:x:0:0:root:/root:/bin/bash", id, "/lab/home"))
+
+	tests := []struct {
+		name, group, want string
+		id                identity
+	}{
+		{"a member of the machine's docker group", "root:x:0:\ndocker:x:105:\n", "root:x:0:\ndocker:x:105:attendee\nattendee:x:1000:\n", id},
+		{"after its other members", "docker:x:105:ada\n", "docker:x:105:ada,attendee\nattendee:x:1000:\n", id},
+		{"the lab's docker group where the machine has none", "root:x:0:\n", "root:x:0:\nattendee:x:1000:\ndocker:x:1001:attendee\n",
+			identity{UID: 1000, GID: 1000, Docker: 1001}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, groupWith(tt.group, tt.id))
+		})
+	}
+}
+
+func TestIDMapping(t *testing.T) {
+	// On-disk root is the attendee; the rest is itself but the attendee's own id; the ranges
+	// cover 0 to 2^32-2 once.
+	assert.Equal(t, []syscall.SysProcIDMap{
+		{ContainerID: 0, HostID: 1000, Size: 1},
+		{ContainerID: 1, HostID: 1, Size: 999},
+		{ContainerID: 1001, HostID: 1001, Size: 1<<32 - 2 - 1000},
+	}, idMapping(1000))
+}
+
+func TestMountPoints(t *testing.T) {
+	dir := t.TempDir()
+	mk := func(path string, mode os.FileMode) string {
+		p := filepath.Join(dir, path)
+		require.NoError(t, os.MkdirAll(p, 0o755))
+		require.NoError(t, os.Chmod(p, mode))
+		return p
+	}
+	// t.TempDir's directories are 0700: this test's are others' to enter.
+	require.NoError(t, os.Chmod(filepath.Dir(dir), 0o755))
+	require.NoError(t, os.Chmod(dir, 0o755))
+	home := mk("root", 0o700)
+	cache := mk("root/.cache/go-build", 0o755)
+	modcache := mk("root/go/pkg/mod", 0o755)
+	repo := mk("work/repo", 0o755)
+	open := mk("var/cache/go", 0o755)
+	tests := []struct {
+		name  string
+		paths []string
+		want  []string
+	}{
+		{"caches in a home others cannot enter: the home", []string{cache, modcache}, []string{home}},
+		{"a directory others reach: itself", []string{repo}, []string{repo}},
+		{"not yet made: its nearest existing ancestor", []string{filepath.Join(open, "not-yet")}, []string{open}},
+		{"nothing under another", []string{repo, filepath.Join(repo, "sub"), cache}, []string{home, repo}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := mountPoints(tt.paths)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// The laptop, without an engine: the attendee's commands run as a normal user in the docker
+// group, write a directory of root's as its owner (the disk keeps root's), and read the
+// attendee's passwd line; this machine's mounts and /etc stay as they were, and nothing of
+// the laptop is left when it stops.
+func TestLaptop(t *testing.T) {
+	tier.Require(t, "root", errors.Join(AttendeeRequirements(), func() error {
+		if !dockerd.RealRoot() {
+			return errors.New("the machine's root (uid 0 in a user namespace cannot make idmapped mounts)")
+		}
+		return nil
+	}()))
+	dir := t.TempDir()
+	require.NoError(t, os.Chmod(filepath.Dir(dir), 0o755))
+	require.NoError(t, os.Chmod(dir, 0o755))
+	owned := filepath.Join(dir, "root-only")
+	require.NoError(t, os.Mkdir(owned, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(owned, "old"), []byte("root's\n"), 0o600))
+
+	passwd, err := os.ReadFile("/etc/passwd")
+	require.NoError(t, err)
+	group, err := os.ReadFile("/etc/group")
+	require.NoError(t, err)
+	id := pickIdentity(string(passwd), string(group))
+	spec := laptopSpec{UID: id.UID, GID: id.GID, Mounts: []string{owned},
+		Passwd: filepath.Join(dir, "passwd"), Group: filepath.Join(dir, "group")}
+	require.NoError(t, os.WriteFile(spec.Passwd, []byte(passwdWith(string(passwd), id, dir)), 0o644))
+	require.NoError(t, os.WriteFile(spec.Group, []byte(groupWith(string(group), id)), 0o644))
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	require.NoError(t, err)
+
+	p, err := startLaptop(nil, id, spec)
+	require.NoError(t, err)
+	stopped := false
+	defer func() {
+		if !stopped {
+			p.stop()
+		}
+	}()
+	script := "id -u; id -g; id -G; id -un; cat old; echo attendee\\'s > new; stat -c '%u %U' . new"
+	out, err := exec.Command("nsenter", append(p.enter(owned), "sh", "-c", script)...).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	want := fmt.Sprintf("%d\n%d\n%d %d\n%s\nroot's\n%d %s\n%d %s\n", id.UID, id.GID, id.GID, id.Docker, AttendeeName, id.UID, AttendeeName, id.UID, AttendeeName)
+	assert.Equal(t, want, string(out))
+
+	// On the disk, what the attendee wrote is root's, as the directory is.
+	info, err := os.Stat(filepath.Join(owned, "new"))
+	require.NoError(t, err)
+	assert.Equal(t, uint32(0), info.Sys().(*syscall.Stat_t).Uid)
+	// This machine's mounts and users are what they were.
+	after, err := os.ReadFile("/proc/self/mountinfo")
+	require.NoError(t, err)
+	assert.Equal(t, string(mounts), string(after))
+	now, err := os.ReadFile("/etc/passwd")
+	require.NoError(t, err)
+	assert.Equal(t, string(passwd), string(now))
+
+	pid := p.cmd.Process.Pid
+	p.stop()
+	stopped = true
+	_, err = os.Stat(fmt.Sprintf("/proc/%d", pid))
+	assert.True(t, os.IsNotExist(err), "the laptop's nsenter is gone")
+	assert.Empty(t, LeftBehind(dir, dockerd.State{}, false), "no process names the laptop's files")
+}
