@@ -247,6 +247,11 @@ func laptop(spec laptopSpec) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make / private: %w", err)
 	}
+	// A /proc of the PID namespace it runs in (the engine's): what the attendee's commands see of
+	// processes, and where this process finds its children by their PIDs.
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount /proc: %w", err)
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return err

@@ -68,6 +68,10 @@ func Options(root string) lab.Options {
 	return lab.Options{Components: filepath.Join(root, ".bin", "node"), Minikube: filepath.Join(root, ".bin", "minikube")}
 }
 
+// Attendee is the attendee of a lab in the repository root: it writes the checkout (and Go's
+// caches) as their owner would, as an attendee writes their clone.
+func Attendee(root string) *lab.Attendee { return &lab.Attendee{Owns: []string{root}} }
+
 // Requirements says what this machine lacks to run the lab's tier (nil: nothing).
 func Requirements() error {
 	root, err := Root()
@@ -92,6 +96,8 @@ type Cluster struct {
 	KubernetesVersion string
 	// Started is how long `minikube start` took; Ready when the cluster was Ready.
 	Started, Ready time.Duration
+	// StartOutput is what `minikube start` printed.
+	StartOutput string
 }
 
 // Start starts a lab and a minikube cluster in it, and waits until the Node and every pod of
@@ -101,19 +107,27 @@ func Start(ctx context.Context) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	return StartWith(ctx, root, Options(root))
+}
+
+// StartWith is Start with the lab's options (Options(root), changed).
+func StartWith(ctx context.Context, root string, opts lab.Options) (*Cluster, error) {
 	version, err := KubernetesVersion(root)
 	if err != nil {
 		return nil, err
 	}
-	opts := Options(root)
-	opts.Log = os.Stderr
+	if opts.Log == nil {
+		opts.Log = os.Stderr
+	}
 	l, err := lab.Start(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
 	c := &Cluster{Lab: l, KubernetesVersion: version}
 	begin := time.Now()
-	if out, err := c.Output(ctx, "minikube", StartArgs(version)...); err != nil {
+	out, err := c.Output(ctx, "minikube", StartArgs(version)...)
+	c.StartOutput = string(out)
+	if err != nil {
 		return c, fmt.Errorf("minikube start: %w\n%s", err, out)
 	}
 	c.Started = time.Since(begin)

@@ -1,0 +1,72 @@
+package lab_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/lab"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/lab/labtest"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/tier"
+)
+
+// A lab whose commands run as an attendee runs them: a normal user in the group of the
+// engine's socket starts minikube with the start every reader types (minikube says nothing
+// about root), and builds a chapter with the machine's warm Go caches — a link, not a compile
+// of the kubelet's packages; nothing of the attendee is left on this machine.
+func TestLabAsAttendee(t *testing.T) {
+	tier.Require(t, labtest.Tier, errors.Join(labtest.Requirements(), lab.AttendeeRequirements()))
+	root, err := labtest.Root()
+	require.NoError(t, err)
+	before := lab.TakeTrace()
+	passwd, err := os.ReadFile("/etc/passwd")
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	opts := labtest.Options(root)
+	opts.Attendee = labtest.Attendee(root)
+	c, err := labtest.StartWith(ctx, root, opts)
+	if c != nil {
+		defer c.Stop(context.Background())
+	}
+	require.NoError(t, err)
+	t.Logf("minikube start as the attendee: %s (Ready in %s)", c.Started.Round(100*time.Millisecond), c.Ready.Round(100*time.Millisecond))
+	assert.True(t, c.Attendee())
+	assert.NotContains(t, c.StartOutput, `The "docker" driver should not be used with root privileges`, "minikube sees a normal user")
+	assert.Contains(t, c.StartOutput, `Done! kubectl is now configured to use "minikube"`)
+
+	out, err := c.Output(ctx, "sh", "-c", `id -u; id -un; id -Gn; stat -c %G "$(echo "$DOCKER_HOST" | sed 's|^unix://||')"`)
+	require.NoError(t, err, "%s", out)
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	require.Len(t, lines, 4, "%s", out)
+	uid, err := strconv.Atoi(lines[0])
+	require.NoError(t, err)
+	assert.NotZero(t, uid, "id -u in the lab")
+	assert.Equal(t, lab.AttendeeName, lines[1])
+	assert.Contains(t, strings.Fields(lines[2]), lines[3], "the attendee is in the group of the engine's socket")
+
+	// A chapter that links the real kubelet, built in the checkout as the attendee: with the
+	// machine's build cache, a link.
+	begin := time.Now()
+	build := c.CommandIn(ctx, root, "go", "build", "-o", c.Dir+"/tmp/runkubelet", "./chapters/04-runkubelet")
+	out, err = build.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	took := time.Since(begin)
+	t.Logf("go build ./chapters/04-runkubelet as the attendee: %s", took.Round(100*time.Millisecond))
+	assert.Less(t, took, 2*time.Minute, "a link, not a compile of the kubelet's packages (minutes)")
+
+	require.NoError(t, c.Stop(context.Background()))
+	assert.Empty(t, c.Left())
+	assert.Empty(t, lab.Leftovers(before, lab.TakeTrace()))
+	now, err := os.ReadFile("/etc/passwd")
+	require.NoError(t, err)
+	assert.Equal(t, string(passwd), string(now), "no user on this machine")
+}
