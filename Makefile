@@ -97,7 +97,7 @@ verify: verify-platforms ## Static gates: gofmt, go mod tidy, go vet, pinned sta
 # What runs on macOS and Windows too (the one list; TestPlatforms holds README.md's table to it, and
 # .ci/README.md says why the others need Linux).
 CROSS_PLATFORM := chapters/01-entrypoint chapters/02-config chapters/06-static-pods chapters/10-client \
-  chapters/11-node examples/workshop/check
+  chapters/11-node examples/kubelet-pods examples/workshop/check
 CROSS_TARGETS  := darwin/arm64 windows/amd64
 
 .PHONY: verify-platforms

@@ -1,9 +1,5 @@
 // Chapter 10 — a client for the kubelet's API, the way production agents should call it. How to run
 // it and what it prints: README.md; the kubelet source behind it: notes/10-client.md.
-//
-// Run it:
-//
-//	go run ./chapters/10-client
 package main
 
 import (

@@ -185,17 +185,33 @@ var forwardImports = map[[2]string]string{
 	{"chapters/05-bootstrap/toykubelet", "chapters/06-static-pods/staticpods"}: "the toy's pod source is chapter 06's lesson",
 }
 
+// liftable are the packages a reader should be able to lift into an agent of their own, and
+// heavy what their code must not import (their tests may: they start real kubelets).
+var (
+	liftable = []string{"chapters/10-client/kubeletclient"}
+	heavy    = []string{"k8s.io/kubernetes/", "/realkubelet", "/toykubelet", "/minicluster"}
+)
+
 // importProblems applies the layout's rule to one package's imports, its code's and its tests'
 // together: a chapter builds on earlier chapters, on support code and, in its tests only, on
 // testsupport and the lab; never on a later chapter (but for forwardImports); support code and
-// the lab import no chapter.
+// the lab import no chapter; the liftable packages' code imports no kubelet code.
 func importProblems(pkg string, code, tests []string) []string {
 	const module = "github.com/kubelet-walkthrough/kubelet-walkthrough/"
+	var problems []string
+	if slices.Contains(liftable, strings.TrimPrefix(pkg, module)) {
+		for _, imp := range code {
+			for _, h := range heavy {
+				if strings.Contains(imp, h) || imp == strings.TrimSuffix(h, "/") {
+					problems = append(problems, fmt.Sprintf("%s must lift into an agent, but imports %s", pkg, imp))
+				}
+			}
+		}
+	}
 	from, ok := chapterOf(pkg)
 	if !ok {
-		return nil
+		return problems
 	}
-	var problems []string
 	if from >= 0 {
 		for _, imp := range code {
 			rest := strings.TrimPrefix(imp, module+"chapters/")
@@ -233,6 +249,9 @@ func TestImportRules(t *testing.T) {
 		problems = append(problems, importProblems(fields[0], strings.Fields(fields[1]), strings.Fields(fields[2]))...)
 	}
 	require.Greater(t, packages, 10)
+	for _, p := range liftable {
+		assert.Contains(t, string(out), "github.com/kubelet-walkthrough/kubelet-walkthrough/"+p+"|", "the liftable package %s exists: the rule checks something", p)
+	}
 	assert.Empty(t, problems)
 }
 
@@ -255,6 +274,10 @@ func TestImportProblems(t *testing.T) {
 		{"a chapter's code uses testsupport", m + "chapters/07-syncloop/podjourney", []string{m + "chapters/machinery/testsupport/journeynote"}, nil, 1},
 		{"a later chapter in a test", m + "chapters/04-runkubelet", nil, []string{m + "chapters/08-minicluster/minicluster"}, 1},
 		{"examples may use any chapter", m + "examples/workshop/checks", []string{m + "chapters/10-client/kubeletclient"}, nil, 0},
+		{"the client package imports kubelet code", m + "chapters/10-client/kubeletclient", []string{"k8s.io/client-go/rest", "k8s.io/kubernetes/pkg/kubelet/server"}, nil, 1},
+		{"the client package imports the real kubelet", m + "chapters/10-client/kubeletclient", []string{m + "chapters/04-runkubelet/realkubelet"}, nil, 1},
+		{"the client package's tests start kubelets", m + "chapters/10-client/kubeletclient", []string{"k8s.io/client-go/rest"}, []string{m + "chapters/04-runkubelet/realkubelet"}, 0},
+		{"the tool may import what it needs", m + "examples/kubelet-pods", []string{"k8s.io/kubernetes/pkg/printers"}, nil, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -154,7 +154,7 @@ func TestPlatforms(t *testing.T) {
 	for _, c := range chapters {
 		programs = append(programs, "chapters/"+c)
 	}
-	programs = append(programs, "examples/workshop/check")
+	programs = append(programs, "examples/kubelet-pods", "examples/workshop/check")
 
 	assert.Empty(t, platformProblems(rows, built, programs))
 	verify, _, _ := strings.Cut(regexp.MustCompile(`(?m)^verify:.*$`).FindString(string(makefile)), "##")

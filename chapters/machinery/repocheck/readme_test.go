@@ -80,8 +80,8 @@ type example struct {
 	// setup is a shell line that prepares files in /tmp for the commands after it (mkdir, cp,
 	// sed into /tmp): run as written, with the test's own /tmp, and it must succeed.
 	setup     bool
-	command   string // as written: go run ./chapters/NN-name ARGS..., or minikube ARGS...
-	chapter   string // the chapter a `go run` builds; "" for minikube
+	command   string // as written: go run ./chapters/NN-name ARGS..., go run ./examples/NAME ARGS..., or minikube ARGS...
+	program   string // what a `go run` builds, from the repository's root (chapters/NN-name); "" for minikube
 	arguments []string
 	samples   []sample
 }
@@ -89,7 +89,7 @@ type example struct {
 // inLab says whether the example is a command of minikube's: a README that has one runs all its
 // commands in a lab (chapters/machinery/lab: real minikube on a real Docker engine), as on a reader's
 // laptop with minikube.
-func (ex example) inLab() bool { return ex.chapter == "" && !ex.setup }
+func (ex example) inLab() bool { return ex.program == "" && !ex.setup }
 
 // sample is an output block. Most are for every host; a block whose fence says ```text cgroup-v1
 // or ```text cgroup-v2 shows what a host of that kind prints, and is compared on such hosts only
@@ -110,8 +110,8 @@ var hostKinds = map[string]bool{"cgroup-v1": true, "cgroup-v2": true}
 // setupLine is a shell line that writes only under /tmp: mkdir -p /tmp/…, cp … /tmp/…, sed … > /tmp/….
 var setupLine = regexp.MustCompile(`^(mkdir -p /tmp/\S+|cp \S+ /tmp/\S+|sed '[^']*' \S+ > /tmp/\S+)( && (mkdir -p /tmp/\S+|cp \S+ /tmp/\S+))*$`)
 
-// examples finds each ```sh block line holding a `go run ./chapters/...` or a `minikube …`
-// command and pairs it with the ```text blocks that follow it, up to the next command.
+// examples finds each ```sh block line holding a `go run ./chapters/...`, a `go run
+// ./examples/...` or a `minikube …` command and pairs it with the ```text blocks that follow it, up to the next command.
 func examples(t *testing.T, readme string) []example {
 	data, err := os.ReadFile(readme)
 	require.NoError(t, err)
@@ -133,13 +133,13 @@ func examples(t *testing.T, readme string) []example {
 		switch kind {
 		case "sh":
 			for _, line := range strings.Split(body, "\n") {
-				var chapter string
+				var program string
 				var arguments []string
 				background := strings.HasSuffix(line, " &")
 				fields := strings.Fields(strings.TrimSuffix(line, " &"))
 				switch {
-				case strings.HasPrefix(line, "go run ./chapters/"):
-					chapter, arguments = strings.TrimPrefix(fields[2], "./chapters/"), fields[3:]
+				case strings.HasPrefix(line, "go run ./chapters/"), strings.HasPrefix(line, "go run ./examples/"):
+					program, arguments = strings.TrimPrefix(fields[2], "./"), fields[3:]
 				case strings.HasPrefix(line, "minikube "):
 					arguments = fields[1:]
 				case setupLine.MatchString(line):
@@ -150,7 +150,7 @@ func examples(t *testing.T, readme string) []example {
 					continue
 				}
 				flush()
-				ex := &example{readme: readme, command: line, background: background, chapter: chapter, arguments: arguments}
+				ex := &example{readme: readme, command: line, background: background, program: program, arguments: arguments}
 				if background {
 					out = append(out, *ex)
 				} else {
@@ -328,26 +328,27 @@ func normalize(s string) string {
 	return strings.TrimRight(s, "\n")
 }
 
-// builds compiles each chapter once.
+// builds compiles each program once.
 type builds struct {
 	dir  string
 	mu   sync.Mutex
 	bins map[string]string
 }
 
-func (b *builds) binary(t *testing.T, chapter string) string {
+// binary builds program, a path from the repository's root (chapters/10-client, examples/kubelet-pods).
+func (b *builds) binary(t *testing.T, program string) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if bin, ok := b.bins[chapter]; ok {
+	if bin, ok := b.bins[program]; ok {
 		return bin
 	}
-	require.DirExists(t, chapter, "a README runs chapter %s, which does not exist", chapter)
-	bin := filepath.Join(b.dir, chapter)
-	cmd := exec.Command("go", "build", "-o", bin, "./chapters/"+chapter)
+	require.DirExists(t, filepath.Join("..", program), "a README runs %s, which does not exist", program)
+	bin := filepath.Join(b.dir, filepath.Base(program))
+	cmd := exec.Command("go", "build", "-o", bin, "./"+program)
 	cmd.Dir = ".."
 	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go build ./chapters/%s:\n%s", chapter, out)
-	b.bins[chapter] = bin
+	require.NoError(t, err, "go build ./%s:\n%s", program, out)
+	b.bins[program] = bin
 	return bin
 }
 
@@ -443,26 +444,41 @@ func TestAfterStopped(t *testing.T) {
 	}
 }
 
-// TestChapterREADMEs runs every `go run ./chapters/...` command of every chapter README, as
-// built binaries from the repository root, and compares the output with the README's sample.
-// `make update-golden` (go test -run TestChapterREADMEs ./chapters/ -update) rewrites the samples
-// this kind of host shows.
-func TestChapterREADMEs(t *testing.T) {
-	readmes, err := filepath.Glob("[0-9][0-9]-*/README.md")
+// programREADMEs are the READMEs of the programs under examples/ whose samples are checked as
+// the chapters' are, from the chapters directory: the production client's, on chapter 08's
+// cluster as chapter 10's README.
+var programREADMEs = []string{"../examples/kubelet-pods/README.md"}
+
+// readmes are the READMEs TestChapterREADMEs runs: every chapter's, and programREADMEs.
+func readmes(t *testing.T) []string {
+	t.Helper()
+	chapters, err := filepath.Glob("[0-9][0-9]-*/README.md")
 	require.NoError(t, err)
-	require.NotEmpty(t, readmes)
+	require.NotEmpty(t, chapters)
+	for _, readme := range programREADMEs {
+		require.FileExists(t, readme)
+	}
+	return append(chapters, programREADMEs...)
+}
+
+// TestChapterREADMEs runs every `go run ./chapters/...` and `go run ./examples/...` command of
+// every chapter README and of programREADMEs, as built binaries from the repository root, and
+// compares the output with the README's sample; its subtests are named after the README's
+// directory (10-client, kubelet-pods). `make update-golden` (go test -run TestChapterREADMEs
+// ./chapters/ -update) rewrites the samples this kind of host shows.
+func TestChapterREADMEs(t *testing.T) {
 	b := &builds{dir: t.TempDir(), bins: map[string]string{}}
 	host := hostKind()
 
-	for _, readme := range readmes {
-		t.Run(filepath.Dir(readme), func(t *testing.T) {
+	for _, readme := range readmes(t) {
+		t.Run(filepath.Base(filepath.Dir(readme)), func(t *testing.T) {
 			holdTemporaryDirectory(t)
-			if strings.HasPrefix(readme, "08-") || strings.HasPrefix(readme, "10-") {
-				tier.Require(t, "private network", noNetns)
+			if exs := examples(t, readme); slices.ContainsFunc(exs, func(ex example) bool { return ex.program == "chapters/08-minicluster" }) {
+				tier.Require(t, "private network", noNetns) // chapter 08's cluster, and the READMEs run on it
 			}
 			exs := examples(t, readme)
 			require.NotEmpty(t, exs, "%s shows no command with its output", readme)
-			command, program, view := commandMaker(exec.CommandContext), func(ex example) string { return b.binary(t, ex.chapter) }, func(s string) string { return s }
+			command, program, view := commandMaker(exec.CommandContext), func(ex example) string { return b.binary(t, ex.program) }, func(s string) string { return s }
 			if slices.ContainsFunc(exs, example.inLab) {
 				l := startLab(t)
 				command, view = l.Command, lab.ReaderView
@@ -470,7 +486,7 @@ func TestChapterREADMEs(t *testing.T) {
 					if ex.inLab() {
 						return "minikube"
 					}
-					return b.binary(t, ex.chapter)
+					return b.binary(t, ex.program)
 				}
 			}
 			tmp := scratch(t.TempDir())
@@ -791,10 +807,14 @@ func TestExamples(t *testing.T) {
 	readme := filepath.Join(t.TempDir(), "README.md")
 	require.NoError(t, os.WriteFile(readme, []byte("```sh\ngo run ./chapters/03-run --only 3\n```\n\nOn v2:\n\n```text cgroup-v2\nran\n```\n\n"+
 		"On v1:\n\n```text cgroup-v1\nfailed\n```\n\n```sh\ngo run ./chapters/08-minicluster &\ngo run ./chapters/01-entrypoint --help\n```\n\n```text\nUsage\n```\n"+
-		"```sh\ngo run ./chapters/07-syncloop\n```\n\n```text journey\n  1  a step\n```\n"), 0o644))
+		"```sh\ngo run ./chapters/07-syncloop\n```\n\n```text journey\n  1  a step\n```\n"+
+		"```sh\ngo run ./examples/kubelet-pods --node n1\n```\n\n```text\nNODE\n```\n"), 0o644))
 	exs := examples(t, readme)
-	require.Len(t, exs, 4)
+	require.Len(t, exs, 5)
+	assert.Equal(t, "chapters/03-run", exs[0].program)
 	assert.Equal(t, []string{"--only", "3"}, exs[0].arguments)
+	assert.Equal(t, "examples/kubelet-pods", exs[4].program, "a program under examples/ is run as a chapter is")
+	assert.Equal(t, []string{"--node", "n1"}, exs[4].arguments)
 	assert.Equal(t, "ran\n", exs[0].sampleFor("cgroup-v2").expected)
 	assert.Equal(t, "failed\n", exs[0].sampleFor("cgroup-v1").expected)
 	assert.Nil(t, exs[0].sampleFor("no-cgroups"))
@@ -815,11 +835,8 @@ func TestExamples(t *testing.T) {
 // optional, and a v1 host skips, with the reason, a command shown for v2 hosts only. Without this,
 // a README that lost its v2 sample would be skipped by the v2 leg of CI instead of failing.
 func TestEveryCommandShowsACgroupV2Host(t *testing.T) {
-	readmes, err := filepath.Glob("[0-9][0-9]-*/README.md")
-	require.NoError(t, err)
-	require.NotEmpty(t, readmes)
 	commands := 0
-	for _, readme := range readmes {
+	for _, readme := range readmes(t) {
 		for _, ex := range examples(t, readme) {
 			if ex.background || ex.setup {
 				continue // a server started for the commands after it, or files made for them: no output of their own

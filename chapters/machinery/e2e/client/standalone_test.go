@@ -86,13 +86,13 @@ func TestAgainstStandaloneKubelet(t *testing.T) {
 }
 
 // The token is never printed, not even at -v=10 where client-go logs every request: the
-// chapter's program runs against a real kubelet, and its whole output is searched.
+// production client (examples/kubelet-pods) runs against a real kubelet, and its whole output is searched.
 func TestTokenNeverLogged(t *testing.T) {
 	s := startStandalone(t)
 	token, err := readFile(s.tokens["reader"])
 	require.NoError(t, err)
 	bin := filepath.Join(t.TempDir(), "client")
-	build := exec.Command("go", "build", "-o", bin, "github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-client")
+	build := exec.Command("go", "build", "-o", bin, "github.com/kubelet-walkthrough/kubelet-walkthrough/examples/kubelet-pods")
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 

@@ -1,12 +1,12 @@
-// Package clientnode proves chapter 10's client against a kubelet that kubeadm configured: a real
-// minikube node, started once for the package in the lab (chapters/machinery/lab: real minikube on a real
+// Package clientnode proves the production client (examples/kubelet-pods, on chapter 10's
+// package) against a kubelet that kubeadm configured: a real minikube node, started once for the package in the lab (chapters/machinery/lab: real minikube on a real
 // Docker engine). There the kubelet's serving certificate is the one it signs for itself at start
 // (hostname only, no IP), its authentication and authorization are kubeadm's webhooks
 // (TokenReview and SubjectAccessReview answered by the apiserver's real RBAC), and the apiserver
 // reaches it with kubeadm's own kubelet-client identity — none of which the in-process kubelets
 // of the e2e package are.
 //
-// The client is the chapter's program, built once and run as a reader runs it, in the lab: on
+// The client is that program, built once and run as a reader runs it, in the lab: on
 // the Docker engine's network, as on a Linux laptop with minikube's docker driver, where the
 // node's address (192.168.49.2, minikube's choice) and the apiserver answer.
 package clientnode
@@ -43,7 +43,7 @@ type fixture struct {
 	dir string
 	// kubeconfig is the kubeconfig minikube wrote.
 	kubeconfig string
-	// program is the chapter's client (go build ./chapters/10-client).
+	// program is the production client (go build ./examples/kubelet-pods).
 	program string
 	// kubeletCert is the kubelet's own serving certificate, fetched through the node as
 	// `minikube ssh -- sudo cat /var/lib/kubelet/pki/kubelet.crt` does.
@@ -83,13 +83,13 @@ func prepare(cluster *labtest.Cluster) (*fixture, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &fixture{cluster: cluster, dir: dir, program: filepath.Join(dir, "10-client"), noSecrets: filepath.Join(dir, "no-secrets"),
+	f := &fixture{cluster: cluster, dir: dir, program: filepath.Join(dir, "kubelet-pods"), noSecrets: filepath.Join(dir, "no-secrets"),
 		kubeconfig: cluster.Kubeconfig()}
 	if err := os.Mkdir(f.noSecrets, 0o700); err != nil {
 		return f, err
 	}
-	if out, err := exec.Command("go", "build", "-o", f.program, "github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-client").CombinedOutput(); err != nil {
-		return f, fmt.Errorf("go build ./chapters/10-client: %w\n%s", err, out)
+	if out, err := exec.Command("go", "build", "-o", f.program, "github.com/kubelet-walkthrough/kubelet-walkthrough/examples/kubelet-pods").CombinedOutput(); err != nil {
+		return f, fmt.Errorf("go build ./examples/kubelet-pods: %w\n%s", err, out)
 	}
 	ctx := context.Background()
 	if ip, err := cluster.Output(ctx, "minikube", "ip"); err != nil || strings.TrimSpace(string(ip)) != nodeIP {
@@ -140,7 +140,7 @@ func (f *fixture) clientArgs(args []string) []string {
 	return append(append([]string(nil), args...), "--kubeconfig", f.kubeconfig, "--service-account-dir", f.noSecrets)
 }
 
-// client runs the chapter's program as a reader runs it on a Linux laptop with minikube's
+// client runs the program as a reader runs it on a Linux laptop with minikube's
 // docker driver: on the lab's network, where the node's address and the apiserver answer.
 func (f *fixture) client(t *testing.T, args ...string) result {
 	t.Helper()
@@ -196,7 +196,7 @@ func (f *fixture) pods(t *testing.T) (map[string]bool, error) {
 	t.Helper()
 	r := f.client(t, "--node", nodeName, "--via=apiserver", "-o", "wide")
 	if r.code != 0 {
-		return nil, fmt.Errorf("10-client: %s", r)
+		return nil, fmt.Errorf("kubelet-pods: %s", r)
 	}
 	rows := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	if header := strings.Fields(rows[0]); len(header) < 4 || !slices.Equal(header[:4], []string{"NODE", "NAMESPACE", "NAME", "READY"}) {

@@ -26,12 +26,12 @@ const (
 	nodeIP   = "192.168.49.2"
 )
 
-// readmeTLSError is the start of what the chapter README's "On a kubeadm node" shows for the
+// readmeTLSError is the start of what examples/kubelet-pods/README.md's "On minikube, step by step" shows for the
 // first direct call: the IP is not in kubeadm's hostname-only certificate, and the first fix.
 const readmeTLSError = `error: certificate not trusted: Get "https://192.168.49.2:10250/pods": tls: failed to verify certificate: x509: cannot validate certificate for 192.168.49.2 because it doesn't contain any IP SANs
   The kubelet's certificate is not valid for 192.168.49.2. Check it against a name it holds (--kubelet-tls-server-name=Hostname), `
 
-// readmeCSR is the CSR name the chapter README shows: each run's kubelet names its own.
+// readmeCSR is the CSR name that README shows: each run's kubelet names its own.
 const readmeCSR = "csr-7x2kq"
 
 // readmeShowsCSR is readmeShows for text that names this run's CSR.
@@ -40,13 +40,13 @@ func readmeShowsCSR(t *testing.T, text, csr string) {
 	readmeShows(t, strings.ReplaceAll(text, csr, readmeCSR))
 }
 
-// readmeShows fails unless the chapter README shows text, so that what it tells a reader is what
+// readmeShows fails unless the production client's README shows text, so that what it tells a reader is what
 // these tests saw.
 func readmeShows(t *testing.T, text string) {
 	t.Helper()
-	readme, err := os.ReadFile(repo.Path("chapters", "10-client", "README.md"))
+	readme, err := os.ReadFile(repo.Path("examples", "kubelet-pods", "README.md"))
 	require.NoError(t, err)
-	assert.Contains(t, string(readme), text, "the chapter README should show what the node answered")
+	assert.Contains(t, string(readme), text, "the production client.s README should show what the node answered")
 }
 
 // Discovery: the Node kubeadm's kubelet registered has the address and port the client dials.

@@ -55,7 +55,7 @@ func newEnv(t *testing.T, pods ...corev1.Pod) *env {
 	return e
 }
 
-// run runs the command in-process, as `10-client args...`.
+// run runs the command in-process, as `kubelet-pods args...`.
 func (e *env) run(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	return e.runIn(t, e.serviceAccountDir, args...)

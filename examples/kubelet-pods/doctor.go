@@ -13,7 +13,7 @@ import (
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-client/kubeletclient"
 )
 
-// newDoctorCommand is `10-client doctor`: the way to each kubelet, checked step by step, one
+// newDoctorCommand is `kubelet-pods doctor`: the way to each kubelet, checked step by step, one
 // line per check, and the fix for the first that fails.
 func newDoctorCommand(ctx context.Context, o *clientOptions) *cobra.Command {
 	return &cobra.Command{

@@ -22,11 +22,11 @@ var (
 	binaryErr  error
 )
 
-// builtClient is this chapter's program, built once per test run: -v is cli.Run's flag, and
+// builtClient is this program, built once per test run: -v is cli.Run's flag, and
 // klog writes to the process's stderr, so the whole output is only seen from outside.
 func builtClient(t *testing.T) string {
 	binaryOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "10-client-test-")
+		dir, err := os.MkdirTemp("", "kubelet-pods-test-")
 		if err != nil {
 			binaryErr = err
 			return
