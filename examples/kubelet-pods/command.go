@@ -24,6 +24,7 @@ import (
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-client/kubeletclient"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/podtable"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/program"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/examples/kubelet-pods/agent"
 )
 
 type clientOptions struct {
@@ -36,6 +37,7 @@ type clientOptions struct {
 	concurrency         int
 	auth, via           string
 	interval            time.Duration
+	allNodesTimeout     time.Duration
 	opts                kubeletclient.Options
 
 	out, errOut io.Writer
@@ -90,7 +92,7 @@ func newClientCommand(ctx context.Context, o *clientOptions) *cobra.Command {
 	f.StringVarP(&o.output, "output", "o", "table", "table, wide, json, yaml or name")
 	f.IntVar(&o.concurrency, "concurrency", 8, "with --all-nodes, how many kubelets to ask at once")
 	f.DurationVar(&o.opts.Timeout, "request-timeout", 10*time.Second, "how long to wait for each answer")
-	f.DurationVar(&o.opts.AllNodesTimeout, "all-nodes-timeout", time.Minute, "with --all-nodes, how long to wait for all answers")
+	f.DurationVar(&o.allNodesTimeout, "all-nodes-timeout", time.Minute, "with --all-nodes, how long to wait for all answers")
 	f.BoolVar(&o.opts.HTTP1, "http1", false, "do not negotiate HTTP/2")
 	f.DurationVar(&o.interval, "interval", 0, "ask again at this interval until stopped, as an agent polls (0: once)")
 	f.StringVar(&o.endpoint, "endpoint", "pods", "what to read: pods, runningpods, stats/summary, metrics/resource, configz or healthz (each needs its own permission: nodes/pods, nodes/stats, nodes/metrics, nodes/configz, nodes/healthz)")
@@ -176,7 +178,7 @@ func (o *clientOptions) checkNumbers() error {
 	if err := program.Positive("--request-timeout", o.opts.Timeout); err != nil {
 		return err
 	}
-	if err := program.Positive("--all-nodes-timeout", o.opts.AllNodesTimeout); err != nil {
+	if err := program.Positive("--all-nodes-timeout", o.allNodesTimeout); err != nil {
 		return err
 	}
 	if o.concurrency < 1 {
@@ -314,19 +316,21 @@ func (o *clientOptions) fetch(ctx context.Context, client *kubeletclient.Client)
 	return err
 }
 
-// ask asks the kubelet(s) once for --endpoint.
+// ask asks the kubelet(s) once for --endpoint; each failure comes explained (agent.Explain).
 func (o *clientOptions) ask(ctx context.Context, client *kubeletclient.Client) ([]kubeletclient.Result, error) {
 	ep := kubeletclient.ReadEndpoints[o.endpoint]
+	var r kubeletclient.Result
 	switch {
 	case o.allNodes:
-		return client.GetAllNodes(ctx, o.concurrency, ep)
+		return agent.AllNodes(ctx, client, ep, o.concurrency, o.allNodesTimeout)
 	case o.kubeletURL != "":
-		r := client.GetURL(ctx, o.kubeletURL, ep)
+		r = client.GetURL(ctx, o.kubeletURL, ep)
 		r.Node = o.node
-		return []kubeletclient.Result{r}, nil
 	default:
-		return []kubeletclient.Result{client.Get(ctx, o.node, ep)}, nil
+		r = client.Get(ctx, o.node, ep)
 	}
+	r.Err, r.FellBack = agent.Explain(ctx, client, r.Err), agent.Explain(ctx, client, r.FellBack)
+	return []kubeletclient.Result{r}, nil
 }
 
 // raw prints, for an endpoint that is not a pod list, each answer as the kubelet wrote it

@@ -11,6 +11,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-client/kubeletclient"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/examples/kubelet-pods/agent"
 )
 
 // newDoctorCommand is `kubelet-pods doctor`: the way to each kubelet, checked step by step, one
@@ -53,9 +54,9 @@ func (o *clientOptions) runDoctor(ctx context.Context) error {
 	}
 	// A JSON array even when there is nothing to check (--all-nodes on a cluster with no nodes):
 	// [], as kubectl prints an empty list, not null.
-	checks := []kubeletclient.Check{}
+	checks := []agent.Check{}
 	for _, n := range nodes {
-		checks = append(checks, client.Doctor(ctx, n)...)
+		checks = append(checks, agent.Doctor(ctx, client, n)...)
 	}
 	if o.output == "json" {
 		enc := json.NewEncoder(o.out)
@@ -77,7 +78,7 @@ func (o *clientOptions) runDoctor(ctx context.Context) error {
 	failed := 0
 	fixed := map[string]bool{}
 	for _, ch := range checks {
-		if ch.Verdict != kubeletclient.Fail {
+		if ch.Verdict != agent.Fail {
 			continue
 		}
 		failed++

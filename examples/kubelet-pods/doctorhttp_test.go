@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-client/kubeletclient"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/fakecluster"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/examples/kubelet-pods/agent"
 )
 
 // doctor asks the apiserver who the kubelet's credentials are (SelfSubjectReview), sending it
@@ -45,12 +45,12 @@ func TestDoctorSendsNoTokenOverPlainHTTP(t *testing.T) {
 			for _, req := range e.plain.Requests() {
 				assert.NotContains(t, req.Authorization, tt.secret, "%s %s", req.Method, req.Path)
 			}
-			var checks []kubeletclient.Check
+			var checks []agent.Check
 			require.NoError(t, json.Unmarshal([]byte(stdout), &checks))
 			require.Len(t, checks, 6)
 			credentials := checks[3]
-			assert.Equal(t, kubeletclient.CheckCredentials, credentials.Name)
-			assert.Equal(t, kubeletclient.Fail, credentials.Verdict)
+			assert.Equal(t, agent.CheckCredentials, credentials.Name)
+			assert.Equal(t, agent.Fail, credentials.Verdict)
 			assert.Contains(t, credentials.Detail, "refusing to send them to the apiserver over plain http://127.0.0.1:")
 			assert.Equal(t, "nothing was sent: the kubeconfig's server is not https://. Point it at the apiserver's https:// address, not at kubectl proxy's", credentials.Fix)
 			assert.NotContains(t, stdout+stderr+err.Error(), tt.secret)

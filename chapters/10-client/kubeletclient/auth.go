@@ -128,6 +128,50 @@ func (c *Client) resolveAuth(cfg *rest.Config, apiserver *rest.Config) (credenti
 	return credentials{}, fmt.Errorf("unknown --auth %q: use auto, token, serviceaccount, kubeconfig or none", mode)
 }
 
+// CredentialsConfig is a configuration for the apiserver that carries the credentials the
+// kubelet gets, and nothing else: to ask, as that identity, who it is (a SelfSubjectReview) and
+// what it may do (SelfSubjectAccessReviews). A token meant for kubelets goes there as to a kubelet:
+// over https only, and only to an apiserver whose certificate is checked — the kubeconfig's
+// insecure-skip-tls-verify lets its own credentials go to an apiserver it does not check, not a
+// token that kubelets accept, which whoever answers there could replay.
+func (c *Client) CredentialsConfig() (*rest.Config, error) {
+	if c.apiserverREST == nil {
+		return nil, errors.New("no kubeconfig: the identity cannot be asked")
+	}
+	cfg := withTimeout(rest.AnonymousClientConfig(c.apiserverREST), c.opts.Timeout)
+	if c.creds.mode == AuthToken || c.creds.mode == AuthServiceAccount {
+		server, _, err := rest.DefaultServerUrlFor(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("the apiserver's URL: %w", err)
+		}
+		if server.Scheme != "https" {
+			return nil, &CredentialsRefusedError{
+				Reason: "them to the apiserver over plain " + server.Scheme + "://" + server.Host + " (to ask whose they are)",
+				Fix:    "the kubeconfig's server is not https://. Point it at the apiserver's https:// address, not at kubectl proxy's",
+			}
+		}
+		if cfg.Insecure {
+			return nil, &CredentialsRefusedError{
+				Reason: "them to the apiserver at " + server.Host + " (to ask whose they are), whose certificate is not checked (the kubeconfig's insecure-skip-tls-verify)",
+				Fix:    "whoever answers there would get a token that kubelets accept. Give the kubeconfig the cluster's certificate-authority instead of insecure-skip-tls-verify",
+			}
+		}
+	}
+	switch c.creds.mode {
+	case AuthToken:
+		cfg.BearerTokenFile = c.opts.TokenFile
+	case AuthServiceAccount:
+		token, err := c.minted.get()
+		if err != nil {
+			return nil, err
+		}
+		cfg.BearerToken = token
+	case AuthKubeconfig:
+		cfg = withTimeout(c.apiserverREST, c.opts.Timeout)
+	}
+	return cfg, nil
+}
+
 // ParseServiceAccount reads NAMESPACE/NAME, and checks both as the apiserver would before they
 // become a path (/api/v1/namespaces/NAMESPACE/serviceaccounts/NAME/token): a namespace is a
 // DNS-1123 label and a ServiceAccount's name a DNS-1123 subdomain

@@ -9,11 +9,11 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"os"
 	"path/filepath"
-	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,8 +65,6 @@ type Options struct {
 	Via                                 Via
 	// Timeout bounds each request. Default (0) 10s; New refuses a negative one.
 	Timeout time.Duration
-	// AllNodesTimeout bounds AllNodes as a whole. Default (0) 1 minute; New refuses a negative one.
-	AllNodesTimeout time.Duration
 	// HTTP1 turns HTTP/2 off, to compare.
 	HTTP1 bool
 	// MaxResponseBytes bounds what is read of one answer, a kubelet's or the apiserver's (a
@@ -83,7 +81,7 @@ type Client struct {
 	kubelet   *http.Client         // nil with ViaAPIServer
 	creds     credentials
 	minted    *mintedToken // with AuthServiceAccount
-	// The configurations behind apiserver and kubelet, for Doctor.
+	// The configurations behind apiserver and kubelet (KubeletConfig, CredentialsConfig).
 	apiserverREST, kubeletREST *rest.Config
 	// Credentials says, for the log and the reader, which credentials the kubelet gets.
 	Credentials string
@@ -100,16 +98,11 @@ func New(apiserver *rest.Config, opts Options) (*Client, error) {
 	switch {
 	case opts.Timeout < 0:
 		return nil, fmt.Errorf("request timeout %s: must be more than 0 (0: the default, 10s)", opts.Timeout)
-	case opts.AllNodesTimeout < 0:
-		return nil, fmt.Errorf("all-nodes timeout %s: must be more than 0 (0: the default, 1 minute)", opts.AllNodesTimeout)
 	case opts.KubeletPort < 0 || opts.KubeletPort > 65535:
 		return nil, fmt.Errorf("kubelet port %d: a port is 1 to 65535 (0: the port the Node reports)", opts.KubeletPort)
 	}
 	if opts.Timeout == 0 {
 		opts.Timeout = 10 * time.Second
-	}
-	if opts.AllNodesTimeout == 0 {
-		opts.AllNodesTimeout = time.Minute
 	}
 	if opts.Via == "" {
 		opts.Via = ViaAuto
@@ -168,6 +161,20 @@ func New(apiserver *rest.Config, opts Options) (*Client, error) {
 	}
 	return c, nil
 }
+
+// Options are the client's options, defaults filled in.
+func (c *Client) Options() Options { return c.opts }
+
+// AuthMode is the credentials the kubelet gets, auto resolved: token, serviceaccount, kubeconfig or none.
+func (c *Client) AuthMode() AuthMode { return c.creds.mode }
+
+// APIServer is the client's clientset for the apiserver (nil without a kubeconfig): it follows no
+// redirect and bounds what it reads.
+func (c *Client) APIServer() kubernetes.Interface { return c.apiserver }
+
+// KubeletConfig is the configuration the client talks to kubelets with — credentials, CA, server
+// name — or nil with ViaAPIServer.
+func (c *Client) KubeletConfig() *rest.Config { return c.kubeletREST }
 
 // apiserverClient is a clientset that follows no redirect. The apiserver's node proxy passes a
 // kubelet's redirect on, to another host unchanged
@@ -309,10 +316,12 @@ func (c *Client) Endpoint(ctx context.Context, node string) (Endpoint, error) {
 	if err != nil {
 		return Endpoint{}, err
 	}
-	return c.endpointFor(n)
+	return c.EndpointOf(n)
 }
 
-func (c *Client) endpointFor(n *corev1.Node) (Endpoint, error) {
+// EndpointOf is where the client dials a Node already read: EndpointFor with the client's
+// address types and port, and the name its certificate is checked for (Options.TLSServerName).
+func (c *Client) EndpointOf(n *corev1.Node) (Endpoint, error) {
 	e, err := EndpointFor(n, c.opts.AddressTypes, c.opts.KubeletPort)
 	if err != nil || c.opts.TLSServerName == "" {
 		return e, err
@@ -367,21 +376,16 @@ func (c *Client) Get(ctx context.Context, node string, ep ReadEndpoint) Result {
 	if err != nil {
 		return Result{Node: node, Err: err}
 	}
-	return c.getOf(ctx, n, ep)
+	return c.GetOf(ctx, n, ep)
 }
 
-// podsOf fetches the pods of a Node already read.
-func (c *Client) podsOf(ctx context.Context, n *corev1.Node) Result {
-	return c.getOf(ctx, n, podsEndpoint)
-}
-
-// getOf fetches an endpoint of a Node already read: no request to the apiserver unless the
+// GetOf fetches an endpoint of a Node already read: no request to the apiserver unless the
 // kubelet cannot be reached and Via is auto.
-func (c *Client) getOf(ctx context.Context, n *corev1.Node, ep ReadEndpoint) Result {
+func (c *Client) GetOf(ctx context.Context, n *corev1.Node, ep ReadEndpoint) Result {
 	if c.opts.Via == ViaAPIServer {
 		return c.viaProxy(ctx, n.Name, ep)
 	}
-	e, err := c.endpointFor(n)
+	e, err := c.EndpointOf(n)
 	var noAddress *NoAddressError
 	if c.opts.Via == ViaAuto && errors.As(err, &noAddress) {
 		// No address of the preferred types: the apiserver has its own order, let it try.
@@ -394,13 +398,11 @@ func (c *Client) getOf(ctx context.Context, n *corev1.Node, ep ReadEndpoint) Res
 	}
 	r := c.fetch(ctx, e.URL(), ep, e.ServerName)
 	r.Node = n.Name
-	var kerr *Error
-	if errors.As(r.Err, &kerr) && kerr.Kind == HandshakeRefused {
-		// No serving certificate: name the CSR to approve, when the apiserver can say.
-		pending, err := c.pendingServingCSRs(ctx, n.Name)
-		kerr.Hint = noServingCertificateHint + " " + servingCSRAdvice(n.Name, pending, err)
+	var rerr *RequestError
+	if errors.As(r.Err, &rerr) {
+		rerr.Node = n.Name
 	}
-	if c.opts.Via == ViaAuto && errors.As(r.Err, &kerr) && kerr.Unreachable() && ctx.Err() == nil {
+	if c.opts.Via == ViaAuto && rerr != nil && rerr.Unreachable() && ctx.Err() == nil {
 		klog.FromContext(ctx).V(1).Info("Kubelet unreachable, asking the apiserver's node proxy", "node", n.Name, "err", r.Err)
 		proxied := c.viaProxy(ctx, n.Name, ep)
 		proxied.FellBack = r.Err
@@ -471,11 +473,13 @@ func (c *Client) fetch(ctx context.Context, base string, ep ReadEndpoint, server
 		r.Err = err
 		return r
 	}
+	failed := func(err error, connected bool) *RequestError {
+		return &RequestError{URL: r.URL, ServerName: serverName, Err: err, Connected: connected, Timeout: c.opts.Timeout,
+			Credentials: c.Credentials, Permission: ep.Permission}
+	}
 	resp, err := c.kubelet.Do(req)
 	if err != nil {
-		e := explain(r.URL, checkedFor(err, r.URL, serverName), c.opts.Timeout, connected.Load())
-		e.ServerName = serverName
-		r.Err = e
+		r.Err = failed(checkedFor(err, r.URL, serverName), connected.Load())
 		return r
 	}
 	defer func() { _ = resp.Body.Close() }()
@@ -484,15 +488,17 @@ func (c *Client) fetch(ctx context.Context, base string, ep ReadEndpoint, server
 	if resp.StatusCode != http.StatusOK {
 		text, unread, err := readErrorBody(resp.Body)
 		if err != nil {
-			r.Err = explain(r.URL, err, c.opts.Timeout, true)
+			r.Err = failed(err, true)
 			return r
 		}
-		r.Err = explainStatus(r.URL, resp.StatusCode, resp.Header.Get("Location"), text, unread, c.Credentials, ep.Permission)
+		e := failed(fmt.Errorf("GET %s: %d %s: %s", r.URL, resp.StatusCode, http.StatusText(resp.StatusCode), shownBody(text, unread)), true)
+		e.StatusCode, e.Location, e.Body = resp.StatusCode, resp.Header.Get("Location"), text
+		r.Err = e
 		return r
 	}
 	body, err := readAtMost(resp.Body, c.opts.MaxResponseBytes, "the kubelet's answer to GET "+r.URL)
 	if err != nil {
-		r.Err = explain(r.URL, err, c.opts.Timeout, true)
+		r.Err = failed(err, true)
 		return r
 	}
 	r.Body = body
@@ -514,7 +520,7 @@ func (e *serverNameError) Error() string {
 	return fmt.Sprintf("%s %q (certificate checked for %s): %v", e.dialed.Op, e.dialed.URL, e.serverName, e.dialed.Err)
 }
 
-// Unwrap keeps net/http's error in the chain, so that explain classifies it as before.
+// Unwrap keeps net/http's error in the chain, so that Unreachable and callers classify it.
 func (e *serverNameError) Unwrap() error { return e.dialed }
 
 // checkedFor rewrites net/http's error for a request sent to serverName but dialed at dialed:
@@ -537,7 +543,8 @@ func (c *Client) viaProxy(ctx context.Context, node string, ep ReadEndpoint) Res
 	res := c.apiserver.CoreV1().RESTClient().Get().AbsPath(r.URL).Do(ctx)
 	body, err := res.Raw()
 	if err != nil {
-		r.Err = explainProxy(node, r.URL, res.Error()) // Error, not Raw's error: it decodes a JSON Status
+		// res.Error, not Raw's error: it decodes a JSON Status.
+		r.Err = &RequestError{Node: node, URL: r.URL, Proxy: true, Err: res.Error(), Timeout: c.opts.Timeout, Permission: ep.Permission}
 		return r
 	}
 	r.Body = body
@@ -555,57 +562,53 @@ func decodePods(body []byte) ([]corev1.Pod, error) {
 	return list.Items, nil
 }
 
-// AllNodes lists the nodes — one LIST, or none once WatchNodes runs — and fetches each node's
-// pods with at most concurrency requests in flight (less than 1 is 1), within Options.AllNodesTimeout overall. A
-// node that fails has its Err set; the others are unaffected. Results are sorted by node name.
-func (c *Client) AllNodes(ctx context.Context, concurrency int) ([]Result, error) {
-	return c.GetAllNodes(ctx, concurrency, podsEndpoint)
+// RequestError is a request to a kubelet, or to the apiserver's node proxy, that failed: what the
+// client saw, for the caller to act on (Unreachable: the failover) or to explain (the production
+// client's diagnose package turns it into what to do).
+type RequestError struct {
+	Node string
+	// URL is what was asked; ServerName, when set, the name the kubelet's certificate was checked
+	// for instead of the URL's host (Options.TLSServerName).
+	URL, ServerName string
+	// Err is what failed: the transport's error, the apiserver's (Proxy), or the kubelet's status
+	// line with its body quoted (StatusCode).
+	Err error
+	// Proxy says the request went through the apiserver's node proxy.
+	Proxy bool
+	// Connected says TCP connected: the kubelet (or something at its address) was reached.
+	Connected bool
+	// Timeout is the limit that applied (Options.Timeout).
+	Timeout time.Duration
+	// StatusCode, Location and Body are the kubelet's answer when it was not 200 (Body as read:
+	// at most 64 KiB).
+	StatusCode     int
+	Location, Body string
+	// Credentials says what the kubelet was sent (Client.Credentials); Permission what the
+	// endpoint asked for needs ("get nodes/pods", ReadEndpoint.Permission).
+	Credentials, Permission string
 }
 
-// GetAllNodes is AllNodes for any read endpoint.
-func (c *Client) GetAllNodes(ctx context.Context, concurrency int, ep ReadEndpoint) ([]Result, error) {
-	if c.nodes == nil {
-		return nil, errors.New("--all-nodes needs a kubeconfig")
-	}
-	ctx, cancel := context.WithTimeout(ctx, c.opts.AllNodesTimeout)
-	defer cancel()
-	nodes, err := c.nodes.list(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
-	}
-	results := make([]Result, len(nodes))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(max(concurrency, 1), len(nodes)) {
-		wg.Go(func() {
-			for i := range next {
-				results[i] = c.getOf(ctx, &nodes[i], ep)
-				if results[i].Err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-					results[i].Err = c.deadlineError(nodes[i].Name, results[i].Err)
-				}
-			}
-		})
-	}
-	for i := range nodes {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			results[i] = Result{Node: nodes[i].Name, Err: c.deadlineError(nodes[i].Name, nil)}
-		}
-	}
-	close(next)
-	wg.Wait()
-	sort.Slice(results, func(i, j int) bool { return results[i].Node < results[j].Node })
-	return results, nil
-}
+func (e *RequestError) Error() string { return e.Err.Error() }
 
-func (c *Client) deadlineError(node string, err error) error {
-	e := &Error{Kind: Deadline, URL: node, Err: err, Timeout: c.opts.AllNodesTimeout,
-		Hint: "--all-nodes asks every kubelet within --all-nodes-timeout; raise it, or --concurrency to ask more at once."}
-	if err == nil {
-		e.Err = fmt.Errorf("node %s was not asked in time", node)
+func (e *RequestError) Unwrap() error { return e.Err }
+
+// Unreachable says the kubelet could not be reached at all: nothing listens (connection
+// refused), no TCP connection in time, no route or no such name. It is the only case in which
+// the client falls back to the apiserver's node proxy. A kubelet that accepted the connection was
+// reached: if it answered 401, 403, with a certificate the client does not trust, or not in time,
+// the proxy would hide the problem (or meet the same slowness). Credentials the client could not
+// get or would not send are no network failure either.
+func (e *RequestError) Unreachable() bool {
+	var refused *CredentialsRefusedError
+	var noToken *TokenRequestError
+	if e.Proxy || e.Connected || e.StatusCode != 0 || errors.As(e.Err, &refused) || errors.As(e.Err, &noToken) {
+		return false
 	}
-	return e
+	var dnsErr *net.DNSError
+	var dialErr *net.OpError
+	var netErr net.Error
+	return errors.Is(e.Err, syscall.ECONNREFUSED) || errors.Is(e.Err, os.ErrDeadlineExceeded) || (errors.As(e.Err, &netErr) && netErr.Timeout()) ||
+		errors.As(e.Err, &dnsErr) || (errors.As(e.Err, &dialErr) && dialErr.Op == "dial")
 }
 
 // RedactURL hides a URL's user info (user name and password alike: either may be a secret),

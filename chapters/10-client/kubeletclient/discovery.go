@@ -1,12 +1,13 @@
 // Package kubeletclient fetches /pods (and the kubelet's other read endpoints) the way production
 // agents should: it finds a node's kubelet from the Node object (address by preferred type, port
-// from .status.daemonEndpoints; one LIST for all nodes, or an informer when polling),
-// authenticates with the pod's ServiceAccount token, a token file, or — outside a pod — a
-// short-lived token minted for a dedicated ServiceAccount (the user's own kubeconfig credentials
-// only when asked), never sends a credential over plain HTTP or, unless told twice, to a kubelet
-// whose certificate is not checked, falls back to the apiserver's node proxy only when the kubelet
-// cannot be reached, and explains every failure, naming whose identity was refused. Doctor checks
-// the way to a kubelet step by step.
+// from .status.daemonEndpoints; an informer when polling), authenticates with the pod's
+// ServiceAccount token, a token file, or — outside a pod — a short-lived token minted for a
+// dedicated ServiceAccount (the user's own kubeconfig credentials only when asked), never sends a
+// credential over plain HTTP or, unless told twice, to a kubelet whose certificate is not checked,
+// and falls back to the apiserver's node proxy only when the kubelet cannot be reached. A failed
+// request is a RequestError: what the client saw, for a caller to explain (the production client,
+// examples/kubelet-pods, turns it into what to do; its agent package also asks every node at once
+// and runs doctor).
 //
 // It depends on client-go and the API types only — no k8s.io/kubernetes — so it can be lifted
 // into an agent of your own.

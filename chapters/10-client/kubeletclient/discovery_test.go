@@ -62,41 +62,16 @@ func TestEndpointFor(t *testing.T) {
 	}
 }
 
-func TestExplainForbidden(t *testing.T) {
-	tests := []struct{ user, wantGrant string }{
-		// examples/rbac binds its role to this ServiceAccount: applying it is the whole fix.
-		{"system:serviceaccount:kubelet-reader:kubelet-reader", "Grant get nodes/pods, the narrower one: kubectl apply -f examples/rbac/"},
-		// Anyone else also needs a binding: applying examples/rbac alone would not let them in.
-		{"system:serviceaccount:default:x", "Grant get nodes/pods, the narrower one: examples/rbac's ClusterRole kubelet-reader grants it, " +
-			"but its binding names the ServiceAccount kubelet-reader/kubelet-reader, not system:serviceaccount:default:x: kubectl apply -f examples/rbac/, " +
-			"then kubectl create clusterrolebinding kubelet-reader:default:x --clusterrole=kubelet-reader --serviceaccount=default:x"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.user, func(t *testing.T) {
-			err := explainStatus("https://n1:10250/pods", 403, "", "Forbidden (user="+tt.user+", verb=get, resource=nodes, subresource(s)=[pods proxy])\n", false, "token", "get nodes/pods")
-			var e *Error
-			require.ErrorAs(t, err, &e)
-			assert.Equal(t, Forbidden, e.Kind)
-			assert.False(t, e.Unreachable(), "a kubelet that says 403 was reached: no failover")
-			assert.Equal(t, tt.user+" may not get nodes/pods nor nodes/proxy — the kubelet asked the apiserver for each, "+
-				"in this order (v1.37 checks nodes/pods before nodes/proxy). "+tt.wantGrant, e.Hint)
-		})
-	}
-}
-
 // The library takes 0 for its defaults and refuses what would silently mean something else: a
-// negative timeout (no limit for the HTTP clients, a past deadline for Doctor and AllNodes) or
-// a port out of range.
+// negative timeout (no limit for the HTTP clients) or a port out of range.
 func TestNewChecksNumbers(t *testing.T) {
 	c, err := New(nil, Options{Auth: AuthNone})
 	require.NoError(t, err)
 	assert.Equal(t, 10*time.Second, c.opts.Timeout)
-	assert.Equal(t, time.Minute, c.opts.AllNodesTimeout)
 	for name, opts := range map[string]Options{
-		"request timeout -1s: must be more than 0":   {Auth: AuthNone, Timeout: -time.Second},
-		"all-nodes timeout -1s: must be more than 0": {Auth: AuthNone, AllNodesTimeout: -time.Second},
-		"kubelet port -1: a port is 1 to 65535":      {Auth: AuthNone, KubeletPort: -1},
-		"kubelet port 70000: a port is 1 to 65535":   {Auth: AuthNone, KubeletPort: 70000},
+		"request timeout -1s: must be more than 0": {Auth: AuthNone, Timeout: -time.Second},
+		"kubelet port -1: a port is 1 to 65535":    {Auth: AuthNone, KubeletPort: -1},
+		"kubelet port 70000: a port is 1 to 65535": {Auth: AuthNone, KubeletPort: 70000},
 	} {
 		_, err := New(nil, opts)
 		require.Error(t, err, name)

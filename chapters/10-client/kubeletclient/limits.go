@@ -1,7 +1,6 @@
 package kubeletclient
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -46,6 +45,33 @@ func readAtMost(r io.Reader, limit int64, what string) ([]byte, error) {
 	}
 	return data, nil
 }
+
+// maxBodyShown bounds how much of an error body is quoted.
+const maxBodyShown = 512
+
+// shownBody is an error body as the reader sees it: trimmed, cut if long, control characters
+// escaped. unread says the client stopped reading it (readErrorBody): it was longer still.
+func shownBody(body string, unread bool) string {
+	body = strings.TrimSpace(body)
+	more := ""
+	switch {
+	case unread:
+		more = fmt.Sprintf("… (longer than %d bytes: the rest was not read)", maxErrorBodyBytes)
+	case len(body) > maxBodyShown:
+		more = fmt.Sprintf("… (%d more bytes)", len(body)-maxBodyShown)
+	}
+	if len(body) > maxBodyShown {
+		body = body[:maxBodyShown]
+	}
+	if body == "" {
+		return "(empty body)"
+	}
+	return Printable(body, false) + more // a server's words: no control characters reach the terminal
+}
+
+// QuotedBody is a server's error text as the client quotes it in an error: trimmed, cut after
+// 512 bytes, control characters escaped.
+func QuotedBody(body string) string { return shownBody(body, false) }
 
 // readErrorBody reads an error answer's body up to maxErrorBodyBytes; unread says there was
 // more, which the error then says (shownBody) rather than cutting it without a word.
@@ -145,35 +171,4 @@ func isPrintable(s string, keepNewlines bool) bool {
 // bidirectional overrides and isolates (a "Trojan Source" reordering).
 func isInvisibleFormat(r rune) bool {
 	return (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
-}
-
-// errUnsafeArgument says a server's text was not made into a command argument.
-var errUnsafeArgument = errors.New("holds control characters or invalid UTF-8")
-
-// ShellQuote writes s as one argument of a POSIX shell command: as it is when it holds only
-// characters no shell treats specially, else in single quotes (a ' inside written '"'"'). Text
-// with control characters or invalid UTF-8 is refused: quoted, it would still print as
-// something else on a terminal, and a reader could not see what they were pasting.
-func ShellQuote(s string) (string, error) {
-	if !isPrintable(s, false) {
-		return "", errUnsafeArgument
-	}
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+:,./_-") == "" {
-		return s, nil
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'", nil
-}
-
-// quoteArgs is args quoted for a shell (ShellQuote) and joined with spaces; ok is false when
-// one of them is refused, and then the command must not be printed.
-func quoteArgs(args ...string) (quoted string, ok bool) {
-	out := make([]string, len(args))
-	for i, a := range args {
-		q, err := ShellQuote(a)
-		if err != nil {
-			return "", false
-		}
-		out[i] = q
-	}
-	return strings.Join(out, " "), true
 }

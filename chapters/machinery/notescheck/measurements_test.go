@@ -15,25 +15,28 @@ import (
 var testFuncName = regexp.MustCompile("`((?:Test|Benchmark|Fuzz)[A-Z]\\w*)`")
 
 // TestMeasurementsNameRealTests: every test, benchmark and fuzz target the measurements note
-// names (in either language) is a function in a chapter's test files, so the inventory cannot
-// keep a test that was renamed or removed.
+// names (in either language) is a function in the test files of a chapter or of a program under
+// examples/ (the production client's), so the inventory cannot keep a test that was renamed or
+// removed.
 func TestMeasurementsNameRealTests(t *testing.T) {
 	declared := map[string]bool{}
 	decl := regexp.MustCompile(`(?m)^func ((?:Test|Benchmark|Fuzz)\w*)\(`)
-	err := filepath.WalkDir(filepath.Join("..", "chapters"), func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, "_test.go") {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		for _, m := range decl.FindAllStringSubmatch(string(data), -1) {
-			declared[m[1]] = true
-		}
-		return nil
-	})
-	require.NoError(t, err)
+	for _, dir := range []string{"chapters", "examples"} {
+		err := filepath.WalkDir(filepath.Join("..", dir), func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			for _, m := range decl.FindAllStringSubmatch(string(data), -1) {
+				declared[m[1]] = true
+			}
+			return nil
+		})
+		require.NoError(t, err)
+	}
 	require.NotEmpty(t, declared)
 	for _, file := range []string{"measurements.md", "zh/measurements.md"} {
 		data, err := os.ReadFile(file)
@@ -41,7 +44,7 @@ func TestMeasurementsNameRealTests(t *testing.T) {
 		names := testFuncName.FindAllStringSubmatch(string(data), -1)
 		require.NotEmpty(t, names, "%s names the tests it lists", file)
 		for _, m := range names {
-			assert.True(t, declared[m[1]], "%s names %s, which no chapter test file declares", file, m[1])
+			assert.True(t, declared[m[1]], "%s names %s, which no test file of chapters/ or examples/ declares", file, m[1])
 		}
 	}
 }

@@ -188,7 +188,7 @@ var forwardImports = map[[2]string]string{
 // liftable are the packages a reader should be able to lift into an agent of their own, and
 // heavy what their code must not import (their tests may: they start real kubelets).
 var (
-	liftable = []string{"chapters/10-client/kubeletclient"}
+	liftable = []string{"chapters/10-client/kubeletclient", "examples/kubelet-pods/agent"}
 	heavy    = []string{"k8s.io/kubernetes/", "/realkubelet", "/toykubelet", "/minicluster"}
 )
 
@@ -278,6 +278,7 @@ func TestImportProblems(t *testing.T) {
 		{"the client package imports the real kubelet", m + "chapters/10-client/kubeletclient", []string{m + "chapters/04-runkubelet/realkubelet"}, nil, 1},
 		{"the client package's tests start kubelets", m + "chapters/10-client/kubeletclient", []string{"k8s.io/client-go/rest"}, []string{m + "chapters/04-runkubelet/realkubelet"}, 0},
 		{"the tool may import what it needs", m + "examples/kubelet-pods", []string{"k8s.io/kubernetes/pkg/printers"}, nil, 0},
+		{"the tool's library imports kubelet code", m + "examples/kubelet-pods/agent", []string{m + "chapters/10-client/kubeletclient", "k8s.io/kubernetes/pkg/kubelet"}, nil, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

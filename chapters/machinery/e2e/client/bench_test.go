@@ -21,6 +21,7 @@ import (
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/netns"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/benchratio"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/tier"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/examples/kubelet-pods/agent"
 )
 
 // podDir writes n small static pod manifests: 110 is the kubelet's default maxPods.
@@ -170,7 +171,7 @@ func BenchmarkAllNodes(b *testing.B) {
 				b.Fatal(err)
 			}
 			waitUntil(b, func() (bool, string) { // every kubelet serves its 110 pods: no answer is no success
-				results, err := client.AllNodes(ctx, 8)
+				results, err := agent.AllNodes(ctx, client, kubeletclient.ReadEndpoints["pods"], 8, 0)
 				ok := err == nil && len(results) == n
 				var seen []string
 				for _, r := range results {
@@ -180,7 +181,7 @@ func BenchmarkAllNodes(b *testing.B) {
 				return ok, fmt.Sprintf("%d of %d nodes answered (error %v): %s", len(results), n, err, strings.Join(seen, "; "))
 			})
 			for b.Loop() {
-				results, err := client.AllNodes(ctx, 8)
+				results, err := agent.AllNodes(ctx, client, kubeletclient.ReadEndpoints["pods"], 8, 0)
 				if err != nil {
 					b.Fatal(err)
 				}

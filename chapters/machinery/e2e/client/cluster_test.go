@@ -21,6 +21,7 @@ import (
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/netns"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/repo"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/tier"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/examples/kubelet-pods/agent"
 )
 
 var (
@@ -123,7 +124,7 @@ func TestOnTheMiniCluster(t *testing.T) {
 	t.Run("the ServiceAccount of examples/rbac reads every kubelet directly", func(t *testing.T) {
 		client, err := kubeletclient.New(admin, kubeletclient.Options{Auth: kubeletclient.AuthToken, TokenFile: token, Via: kubeletclient.ViaKubelet})
 		require.NoError(t, err)
-		results, err := client.AllNodes(ctx, 2)
+		results, err := agent.AllNodes(ctx, client, kubeletclient.ReadEndpoints["pods"], 2, 0)
 		require.NoError(t, err)
 		require.Len(t, results, 2)
 		for _, r := range results {
@@ -138,9 +139,9 @@ func TestOnTheMiniCluster(t *testing.T) {
 		client, err := kubeletclient.New(admin, kubeletclient.Options{Auth: kubeletclient.AuthToken, TokenFile: noRBAC, Via: kubeletclient.ViaKubelet})
 		require.NoError(t, err)
 		r := client.Pods(ctx, "node-a")
-		var e *kubeletclient.Error
-		require.ErrorAs(t, r.Err, &e)
-		assert.Equal(t, kubeletclient.Forbidden, e.Kind)
+		var e *agent.Error
+		require.ErrorAs(t, agent.Explain(context.Background(), client, r.Err), &e)
+		assert.Equal(t, agent.Forbidden, e.Kind)
 		assert.Contains(t, e.Hint, "system:serviceaccount:default:no-rbac may not get nodes/pods nor nodes/proxy")
 	})
 
@@ -167,10 +168,10 @@ func TestOnTheMiniCluster(t *testing.T) {
 		client, err := kubeletclient.New(admin, kubeletclient.Options{Auth: kubeletclient.AuthToken, TokenFile: noRBAC, Via: kubeletclient.ViaAuto})
 		require.NoError(t, err)
 		r := client.Pods(ctx, "node-a")
-		var e *kubeletclient.Error
-		require.ErrorAs(t, r.Err, &e)
-		assert.Equal(t, kubeletclient.Forbidden, e.Kind, "the kubelet's own 403")
-		assert.Equal(t, kubeletclient.PartyClient, e.Party)
+		var e *agent.Error
+		require.ErrorAs(t, agent.Explain(context.Background(), client, r.Err), &e)
+		assert.Equal(t, agent.Forbidden, e.Kind, "the kubelet's own 403")
+		assert.Equal(t, agent.PartyClient, e.Party)
 		assert.Equal(t, "kubelet", r.Via)
 		assert.Nil(t, r.FellBack)
 	})
@@ -187,7 +188,7 @@ func TestOnTheMiniCluster(t *testing.T) {
 
 		client, err := kubeletclient.New(admin, kubeletclient.Options{Auth: kubeletclient.AuthToken, TokenFile: token, Via: kubeletclient.ViaKubelet})
 		require.NoError(t, err)
-		results, err := client.AllNodes(ctx, 2)
+		results, err := agent.AllNodes(ctx, client, kubeletclient.ReadEndpoints["pods"], 2, 0)
 		require.NoError(t, err)
 		require.Len(t, results, 3)
 		assert.Equal(t, "ghost", results[0].Node)

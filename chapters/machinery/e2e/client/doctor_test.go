@@ -13,6 +13,7 @@ import (
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-client/kubeletclient"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/netns"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/pki"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/examples/kubelet-pods/agent"
 )
 
 // Doctor on real kubelets: every check passes for examples/rbac's ServiceAccount, and each
@@ -43,7 +44,7 @@ func TestDoctor(t *testing.T) {
 	require.NoError(t, err)
 
 	type want struct {
-		verdict kubeletclient.Verdict
+		verdict agent.Verdict
 		detail  string
 		fix     string
 	}
@@ -54,27 +55,27 @@ func TestDoctor(t *testing.T) {
 		want map[string]want // by check; checks not named must be ok
 	}{
 		{"examples/rbac's ServiceAccount, minted by auto: all ok", "node-a", kubeletclient.Options{}, map[string]want{
-			kubeletclient.CheckTLS:         {kubeletclient.OK, "trusted for " + netns.PrivateNodeIP, ""},
-			kubeletclient.CheckCredentials: {kubeletclient.OK, "the kubelet will see system:serviceaccount:kubelet-reader:kubelet-reader", ""},
-			kubeletclient.CheckPermissions: {kubeletclient.OK, "get nodes/pods: yes; get nodes/proxy: no", ""},
-			kubeletclient.CheckFetch:       {kubeletclient.OK, "5 pods from https://", ""},
+			agent.CheckTLS:         {agent.OK, "trusted for " + netns.PrivateNodeIP, ""},
+			agent.CheckCredentials: {agent.OK, "the kubelet will see system:serviceaccount:kubelet-reader:kubelet-reader", ""},
+			agent.CheckPermissions: {agent.OK, "get nodes/pods: yes; get nodes/proxy: no", ""},
+			agent.CheckFetch:       {agent.OK, "5 pods from https://", ""},
 		}},
 		{"a ServiceAccount without RBAC", "node-a", kubeletclient.Options{Auth: kubeletclient.AuthToken, TokenFile: noRBAC}, map[string]want{
 			// examples/rbac binds its role to kubelet-reader, not to this one: the fix says to bind it.
-			kubeletclient.CheckPermissions: {kubeletclient.Fail, "get nodes/pods: no; get nodes/proxy: no", "kubectl apply -f examples/rbac/, then kubectl create clusterrolebinding kubelet-reader:default:doctor-no-rbac --clusterrole=kubelet-reader --serviceaccount=default:doctor-no-rbac"},
-			kubeletclient.CheckFetch:       {kubeletclient.Fail, "forbidden", "may not get nodes/pods nor nodes/proxy"},
+			agent.CheckPermissions: {agent.Fail, "get nodes/pods: no; get nodes/proxy: no", "kubectl apply -f examples/rbac/, then kubectl create clusterrolebinding kubelet-reader:default:doctor-no-rbac --clusterrole=kubelet-reader --serviceaccount=default:doctor-no-rbac"},
+			agent.CheckFetch:       {agent.Fail, "forbidden", "may not get nodes/pods nor nodes/proxy"},
 		}},
 		{"the admin's own credentials: more than /pods needs", "node-b", kubeletclient.Options{Auth: kubeletclient.AuthKubeconfig}, map[string]want{
-			kubeletclient.CheckPermissions: {kubeletclient.Warn, "get nodes/pods: yes; get nodes/proxy: yes", "opens exec on every node"},
+			agent.CheckPermissions: {agent.Warn, "get nodes/pods: yes; get nodes/proxy: yes", "opens exec on every node"},
 		}},
 		{"a CA that did not sign the kubelet", "node-a", kubeletclient.Options{KubeletCAFile: otherCAFile}, map[string]want{
-			kubeletclient.CheckTLS:   {kubeletclient.Fail, "SANs [node-a " + netns.PrivateNodeIP + "]", "not signed by the CA the client trusts"},
-			kubeletclient.CheckFetch: {kubeletclient.Fail, "certificate not trusted", ""},
+			agent.CheckTLS:   {agent.Fail, "SANs [node-a " + netns.PrivateNodeIP + "]", "not signed by the CA the client trusts"},
+			agent.CheckFetch: {agent.Fail, "certificate not trusted", ""},
 		}},
 		{"nothing listens", "doctor-ghost", kubeletclient.Options{Via: kubeletclient.ViaKubelet}, map[string]want{
-			kubeletclient.CheckNetwork: {kubeletclient.Fail, "connection refused", "nothing listens there"},
-			kubeletclient.CheckTLS:     {kubeletclient.Skipped, "no connection", ""},
-			kubeletclient.CheckFetch:   {kubeletclient.Fail, "connection refused", ""},
+			agent.CheckNetwork: {agent.Fail, "connection refused", "nothing listens there"},
+			agent.CheckTLS:     {agent.Skipped, "no connection", ""},
+			agent.CheckFetch:   {agent.Fail, "connection refused", ""},
 		}},
 	}
 	for _, tt := range tests {
@@ -82,12 +83,12 @@ func TestDoctor(t *testing.T) {
 			tt.opts.ServiceAccountDir = t.TempDir()
 			client, err := kubeletclient.New(admin, tt.opts)
 			require.NoError(t, err)
-			var checks []kubeletclient.Check
+			var checks []agent.Check
 			require.EventuallyWithT(t, func(c *assert.CollectT) { // a fresh binding may take a moment to reach the authorizer
-				checks = client.Doctor(ctx, tt.node)
+				checks = agent.Doctor(ctx, client, tt.node)
 				require.Len(c, checks, 6, "%+v", checks)
-				if tt.want[kubeletclient.CheckFetch].verdict == "" {
-					assert.Equal(c, kubeletclient.OK, checks[5].Verdict, "%+v", checks[5])
+				if tt.want[agent.CheckFetch].verdict == "" {
+					assert.Equal(c, agent.OK, checks[5].Verdict, "%+v", checks[5])
 				}
 			}, 30*time.Second, 200*time.Millisecond)
 			var names []string
@@ -95,12 +96,12 @@ func TestDoctor(t *testing.T) {
 				names = append(names, ch.Name)
 				w, ok := tt.want[ch.Name]
 				if !ok {
-					w = want{verdict: kubeletclient.OK}
+					w = want{verdict: agent.OK}
 				}
 				assert.Equal(t, w.verdict, ch.Verdict, "%s: %s (fix: %s)", ch.Name, ch.Detail, ch.Fix)
 				assert.Contains(t, ch.Detail, w.detail, ch.Name)
 				assert.Contains(t, ch.Fix, w.fix, ch.Name)
-				if ch.Verdict == kubeletclient.Fail {
+				if ch.Verdict == agent.Fail {
 					assert.NotEmpty(t, ch.Fix, "%s fails without a fix", ch.Name)
 				}
 			}

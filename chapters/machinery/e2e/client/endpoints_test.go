@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-client/kubeletclient"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/examples/kubelet-pods/agent"
 )
 
 // The kubelet's other read endpoints, on a real kubelet: each answers with its narrow
@@ -50,9 +51,9 @@ func TestReadEndpoints(t *testing.T) {
 			ep := kubeletclient.ReadEndpoints[tt.endpoint]
 			r := all.GetURL(context.Background(), s.kubelet.SecureURL, ep)
 			if tt.wantErr != "" {
-				var e *kubeletclient.Error
-				require.True(t, errors.As(r.Err, &e), "%v", r.Err)
-				assert.Equal(t, kubeletclient.Status, e.Kind)
+				var e *agent.Error
+				require.True(t, errors.As(agent.Explain(context.Background(), all, r.Err), &e), "%v", r.Err)
+				assert.Equal(t, agent.Status, e.Kind)
 				assert.Contains(t, e.Error(), tt.wantErr)
 			} else {
 				require.NoError(t, r.Err)
@@ -67,9 +68,9 @@ func TestReadEndpoints(t *testing.T) {
 				require.NoError(t, r.Err)
 				return
 			}
-			var e *kubeletclient.Error
-			require.True(t, errors.As(r.Err, &e), "%v", r.Err)
-			assert.Equal(t, kubeletclient.Forbidden, e.Kind)
+			var e *agent.Error
+			require.True(t, errors.As(agent.Explain(context.Background(), reader, r.Err), &e), "%v", r.Err)
+			assert.Equal(t, agent.Forbidden, e.Kind)
 			// The real kubelet names what it asked for: stats and metrics have no nodes/proxy fallback.
 			assert.Contains(t, e.Hint, "Grant "+tt.narrowPerm)
 			// examples/rbac grants none of these: the hint gives the rule instead of pointing there.

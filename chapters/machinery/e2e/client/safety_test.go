@@ -21,6 +21,7 @@ import (
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/pki"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/repo"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/reviewserver"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/examples/kubelet-pods/agent"
 )
 
 // Outside a pod, --auth=auto mints a 10-minute token for examples/rbac's kubelet-reader, and
@@ -41,7 +42,7 @@ func TestLeastPrivilegeOnTheMiniCluster(t *testing.T) {
 		// fresh binding may take a moment to reach the authorizer; other tests' ghost nodes, with
 		// no kubelet behind them, are not judged here.)
 		require.EventuallyWithT(t, func(c *assert.CollectT) {
-			results, err := client.AllNodes(ctx, 2)
+			results, err := agent.AllNodes(ctx, client, kubeletclient.ReadEndpoints["pods"], 2, 0)
 			require.NoError(c, err)
 			pods := map[string]int{}
 			for _, r := range results {
@@ -62,10 +63,10 @@ func TestLeastPrivilegeOnTheMiniCluster(t *testing.T) {
 		client, err := kubeletclient.New(reader, kubeletclient.Options{Via: kubeletclient.ViaAPIServer})
 		require.NoError(t, err)
 		r := client.Pods(ctx, "node-a")
-		var e *kubeletclient.Error
-		require.ErrorAs(t, r.Err, &e)
-		assert.Equal(t, kubeletclient.Forbidden, e.Kind)
-		assert.Equal(t, kubeletclient.PartyClient, e.Party, "the apiserver refused the reader itself")
+		var e *agent.Error
+		require.ErrorAs(t, agent.Explain(context.Background(), client, r.Err), &e)
+		assert.Equal(t, agent.Forbidden, e.Kind)
+		assert.Equal(t, agent.PartyClient, e.Party, "the apiserver refused the reader itself")
 		assert.Contains(t, e.Hint, "kubectl apply -f examples/rbac/node-proxy/")
 	})
 
@@ -121,7 +122,7 @@ func TestDiscoveryCostPerPoll(t *testing.T) {
 		}
 		requests.Store(0)
 		for range polls {
-			results, err := client.AllNodes(ctx, 4)
+			results, err := agent.AllNodes(ctx, client, kubeletclient.ReadEndpoints["pods"], 4, 0)
 			require.NoError(t, err)
 			require.NotEmpty(t, results)
 		}
@@ -184,10 +185,10 @@ func TestProxyBlamesTheAPIServersIdentity(t *testing.T) {
 	client, err := kubeletclient.New(adminConfig(t, c), kubeletclient.Options{Via: kubeletclient.ViaAPIServer})
 	require.NoError(t, err)
 	r := client.Pods(ctx, "strict")
-	var e *kubeletclient.Error
-	require.True(t, errors.As(r.Err, &e), "%v", r.Err)
-	assert.Equal(t, kubeletclient.Forbidden, e.Kind)
-	assert.Equal(t, kubeletclient.PartyAPIServer, e.Party)
+	var e *agent.Error
+	require.True(t, errors.As(agent.Explain(context.Background(), client, r.Err), &e), "%v", r.Err)
+	assert.Equal(t, agent.Forbidden, e.Kind)
+	assert.Equal(t, agent.PartyAPIServer, e.Party)
 	assert.Contains(t, e.Error(), "relayed from the kubelet: Forbidden (user=kube-apiserver-kubelet-client, verb=get, resource=nodes, subresource(s)=[pods proxy])")
 	assert.Contains(t, e.Hint, "not yours")
 	assert.Contains(t, reviews.Asked(), "get nodes/pods", "the kubelet asked its authorizer about the apiserver's identity")

@@ -15,6 +15,7 @@ import (
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-client/kubeletclient"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/pki"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/repo"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/examples/kubelet-pods/agent"
 )
 
 // Every way a request to a real kubelet can go, and what the client says about it.
@@ -35,7 +36,7 @@ func TestAgainstStandaloneKubelet(t *testing.T) {
 		name      string
 		url       string
 		opts      kubeletclient.Options
-		wantKind  kubeletclient.Kind // empty: success
+		wantKind  agent.Kind // empty: success
 		wantHint  string
 		wantProto string
 	}{
@@ -44,20 +45,20 @@ func TestAgainstStandaloneKubelet(t *testing.T) {
 		{"token, allowed: HTTP/1.1 from a kubelet with a client CA", s.kubelet.SecureURL, kubeletclient.Options{Auth: kubeletclient.AuthToken, TokenFile: s.tokens["reader"], KubeletCAFile: s.caFile}, "", "", "HTTP/1.1"},
 		{"token, allowed, --http1", s.kubelet.SecureURL, kubeletclient.Options{Auth: kubeletclient.AuthToken, TokenFile: s.tokens["reader"], KubeletCAFile: s.caFile, HTTP1: true}, "", "", "HTTP/1.1"},
 		{"garbage token: 401", s.kubelet.SecureURL, kubeletclient.Options{Auth: kubeletclient.AuthToken, TokenFile: s.tokens["garbage"], KubeletCAFile: s.caFile},
-			kubeletclient.Unauthorized, "must pass the apiserver's TokenReview", ""},
+			agent.Unauthorized, "must pass the apiserver's TokenReview", ""},
 		{"valid token, no RBAC: 403 names both permissions", s.kubelet.SecureURL, kubeletclient.Options{Auth: kubeletclient.AuthToken, TokenFile: s.tokens["nobody"], KubeletCAFile: s.caFile},
-			kubeletclient.Forbidden, "system:serviceaccount:e2e:nobody may not get nodes/pods nor nodes/proxy", ""},
+			agent.Forbidden, "system:serviceaccount:e2e:nobody may not get nodes/pods nor nodes/proxy", ""},
 		{"a CA that did not sign the kubelet's certificate", s.kubelet.SecureURL, kubeletclient.Options{Auth: kubeletclient.AuthToken, TokenFile: s.tokens["reader"], KubeletCAFile: otherCAFile},
-			kubeletclient.TLS, "each kubelet signs its own certificate at start", ""},
+			agent.TLS, "each kubelet signs its own certificate at start", ""},
 		{"minikube's case: self-signed, no IP SAN", selfSigned.SecureURL, kubeletclient.Options{Auth: kubeletclient.AuthToken, TokenFile: s.tokens["reader"], KubeletCAFile: selfSigned.ServingCertFile},
-			kubeletclient.TLS, "The kubelet's certificate is not valid for 127.0.0.1", ""},
+			agent.TLS, "The kubelet's certificate is not valid for 127.0.0.1", ""},
 		{"--insecure-skip-tls-verify, and --allow-credentials-to-unverified-kubelet, reach it anyway", selfSigned.SecureURL, kubeletclient.Options{Auth: kubeletclient.AuthToken, TokenFile: s.tokens["reader"], InsecureSkipTLSVerify: true, AllowCredentialsToUnverifiedKubelet: true}, "", "", "HTTP/2.0"},
 		{"read-only port disabled: refused", "http://" + closedPort(t), kubeletclient.Options{Auth: kubeletclient.AuthNone},
-			kubeletclient.Refused, "If this is the read-only port 10255, it is off by default", ""},
+			agent.Refused, "If this is the read-only port 10255, it is off by default", ""},
 		// The blackhole accepts the connection and never answers: the timeout only has to outlast
 		// the TCP connection on a loaded machine for the client to say it was connected.
 		{"no answer: timeout", "https://" + blackhole(t), kubeletclient.Options{Auth: kubeletclient.AuthToken, TokenFile: s.tokens["reader"], KubeletCAFile: s.caFile, Timeout: 2 * time.Second},
-			kubeletclient.Timeout, "accepted the connection but did not answer in time (--request-timeout)", ""},
+			agent.Timeout, "accepted the connection but did not answer in time (--request-timeout)", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,11 +75,11 @@ func TestAgainstStandaloneKubelet(t *testing.T) {
 				assert.Equal(t, tt.wantProto, r.Protocol)
 				return
 			}
-			var e *kubeletclient.Error
-			require.True(t, errors.As(r.Err, &e), "%v", r.Err)
+			var e *agent.Error
+			require.True(t, errors.As(agent.Explain(context.Background(), c, r.Err), &e), "%v", r.Err)
 			assert.Equal(t, tt.wantKind, e.Kind)
 			assert.Contains(t, e.Hint, tt.wantHint)
-			if tt.wantKind == kubeletclient.Timeout {
+			if tt.wantKind == agent.Timeout {
 				assert.Contains(t, e.Error(), "timed out after 2s waiting for")
 			}
 		})

@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-client/kubeletclient"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/repo"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/examples/kubelet-pods/agent"
 )
 
 // What kubeadm (through minikube's configuration) gives the node.
@@ -60,9 +60,9 @@ func TestDiscovery(t *testing.T) {
 
 	r := f.client(t, "doctor", "--node", nodeName, "-o", "json")
 	checks := decodeChecks(t, r)
-	assert.Equal(t, kubeletclient.Check{Node: nodeName, Name: kubeletclient.CheckDiscovery, Verdict: kubeletclient.OK,
+	assert.Equal(t, agent.Check{Node: nodeName, Name: agent.CheckDiscovery, Verdict: agent.OK,
 		Detail: "192.168.49.2:10250 (InternalIP; port from daemonEndpoints)"}, checks[0])
-	assert.Equal(t, kubeletclient.OK, checks[1].Verdict, "TCP to the kubelet, next to the node: %+v", checks[1])
+	assert.Equal(t, agent.OK, checks[1].Verdict, "TCP to the kubelet, next to the node: %+v", checks[1])
 }
 
 // TLS against kubeadm's kubelet: its certificate is self-signed and names the host only, so the
@@ -317,11 +317,11 @@ func TestDoctor(t *testing.T) {
 		r := f.client(t, "doctor", "--node", nodeName, "-o", "json")
 		assert.Equal(t, 1, r.code, "%s", r)
 		checks := decodeChecks(t, r)
-		var verdicts []kubeletclient.Verdict
+		var verdicts []agent.Verdict
 		for _, ch := range checks {
 			verdicts = append(verdicts, ch.Verdict)
 		}
-		assert.Equal(t, []kubeletclient.Verdict{"ok", "ok", "FAIL", "ok", "ok", "FAIL"}, verdicts)
+		assert.Equal(t, []agent.Verdict{"ok", "ok", "FAIL", "ok", "ok", "FAIL"}, verdicts)
 		assert.Equal(t, "the certificate names the Node's Hostname (minikube): --kubelet-tls-server-name=Hostname checks it by that name while dialing 192.168.49.2", checks[2].Fix)
 		assert.NotContains(t, r.stderr, "fix (", "the fixes are in the JSON")
 	})
@@ -341,9 +341,9 @@ func TestDoctor(t *testing.T) {
 	assert.Empty(t, r.stderr)
 }
 
-func decodeChecks(t *testing.T, r result) []kubeletclient.Check {
+func decodeChecks(t *testing.T, r result) []agent.Check {
 	t.Helper()
-	var checks []kubeletclient.Check
+	var checks []agent.Check
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &checks), "%s", r)
 	var names []string
 	for _, ch := range checks {

@@ -1,4 +1,4 @@
-package kubeletclient_test
+package agent_test
 
 import (
 	"context"
@@ -23,6 +23,7 @@ import (
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-client/kubeletclient"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/fakecluster"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/repo"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/examples/kubelet-pods/agent"
 )
 
 // repoRoot is where the hints' paths ("examples/rbac/") start.
@@ -186,9 +187,9 @@ func TestForbiddenHintsGrantWhatTheySay(t *testing.T) {
 				}
 				k.Answer(http.StatusForbidden, body, 0, nil)
 				r := c.GetURL(context.Background(), k.URL, ep)
-				var e *kubeletclient.Error
-				require.ErrorAs(t, r.Err, &e)
-				require.Equal(t, kubeletclient.Forbidden, e.Kind)
+				var e *agent.Error
+				require.ErrorAs(t, agent.Explain(context.Background(), c, r.Err), &e)
+				require.Equal(t, agent.Forbidden, e.Kind)
 
 				// What the hint asks to grant: the first permission the kubelet asked for.
 				want := ep.Permission
@@ -248,8 +249,8 @@ func TestProxyForbiddenHintGrantsTheUser(t *testing.T) {
 			c, err := kubeletclient.New(cfg, kubeletclient.Options{Via: kubeletclient.ViaAPIServer, ServiceAccountDir: t.TempDir()})
 			require.NoError(t, err)
 			r := c.Pods(context.Background(), "n1")
-			var e *kubeletclient.Error
-			require.ErrorAs(t, r.Err, &e)
+			var e *agent.Error
+			require.ErrorAs(t, agent.Explain(context.Background(), c, r.Err), &e)
 			cluster := newRBAC()
 			cluster.follow(t, e.Hint)
 			assert.True(t, cluster.allows(user, "get", "nodes/proxy"), "following the hint does not let %s get nodes/proxy:\n%s", user, e.Hint)
@@ -261,7 +262,7 @@ func TestProxyForbiddenHintGrantsTheUser(t *testing.T) {
 // TestExampleRolesAreTheFiles: the table the hints read is examples/rbac as it is — each
 // directory's ClusterRole, its rules, and the ServiceAccount its binding names.
 func TestExampleRolesAreTheFiles(t *testing.T) {
-	var fromFiles []kubeletclient.ExampleRole
+	var fromFiles []agent.ExampleRole
 	err := filepath.WalkDir(filepath.Join(repoRoot, "examples", "rbac"), func(path string, d os.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
 			return err
@@ -273,7 +274,7 @@ func TestExampleRolesAreTheFiles(t *testing.T) {
 		r := newRBAC()
 		r.apply(t, dir)
 		for name, rules := range r.roles {
-			role := kubeletclient.ExampleRole{Dir: filepath.ToSlash(dir) + "/", ClusterRole: name}
+			role := agent.ExampleRole{Dir: filepath.ToSlash(dir) + "/", ClusterRole: name}
 			for _, rule := range rules {
 				for _, verb := range rule.Verbs {
 					for _, resource := range rule.Resources {
@@ -295,7 +296,7 @@ func TestExampleRolesAreTheFiles(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.Len(t, fromFiles, 2, "examples/rbac and examples/rbac/node-proxy")
-	assert.ElementsMatch(t, fromFiles, kubeletclient.ExampleRoles, "update kubeletclient.ExampleRoles (rbac.go) to what the files grant")
+	assert.ElementsMatch(t, fromFiles, agent.ExampleRoles, "update agent.ExampleRoles (rbac.go) to what the files grant")
 }
 
 // A kubelet with serverTLSBootstrap and no approved CSR has no certificate and ends every
@@ -330,9 +331,9 @@ func TestHandshakeRefusedNamesThePendingCSR(t *testing.T) {
 		require.NoError(t, err)
 		return c
 	}
-	checks := func(t *testing.T, c *kubeletclient.Client, node string) map[string]kubeletclient.Check {
-		byName := map[string]kubeletclient.Check{}
-		for _, ch := range c.Doctor(context.Background(), node) {
+	checks := func(t *testing.T, c *kubeletclient.Client, node string) map[string]agent.Check {
+		byName := map[string]agent.Check{}
+		for _, ch := range agent.Doctor(context.Background(), c, node) {
 			byName[ch.Name] = ch
 		}
 		return byName
@@ -352,9 +353,9 @@ func TestHandshakeRefusedNamesThePendingCSR(t *testing.T) {
 			a.SetCSRs(tt.csrs...)
 			c := newClient(t, cfg)
 			r := c.Pods(context.Background(), "n1")
-			var e *kubeletclient.Error
-			require.ErrorAs(t, r.Err, &e)
-			assert.Equal(t, kubeletclient.HandshakeRefused, e.Kind)
+			var e *agent.Error
+			require.ErrorAs(t, agent.Explain(context.Background(), c, r.Err), &e)
+			assert.Equal(t, agent.HandshakeRefused, e.Kind)
 			assert.False(t, e.Unreachable(), "the kubelet was reached: no failover")
 			assert.Equal(t, "kubelet", r.Via)
 			assert.Contains(t, e.Error(), "remote error: tls: internal error")
@@ -365,19 +366,20 @@ func TestHandshakeRefusedNamesThePendingCSR(t *testing.T) {
 			}
 
 			doctor := checks(t, c, "n1")
-			assert.Equal(t, kubeletclient.Fail, doctor[kubeletclient.CheckTLS].Verdict)
-			assert.Contains(t, doctor[kubeletclient.CheckTLS].Detail, "remote error: tls: internal error")
-			assert.Contains(t, doctor[kubeletclient.CheckTLS].Fix, tt.wantFix)
-			assert.NotContains(t, doctor[kubeletclient.CheckTLS].Fix, "does not speak TLS")
-			assert.Contains(t, doctor[kubeletclient.CheckFetch].Fix, tt.wantFix)
+			assert.Equal(t, agent.Fail, doctor[agent.CheckTLS].Verdict)
+			assert.Contains(t, doctor[agent.CheckTLS].Detail, "remote error: tls: internal error")
+			assert.Contains(t, doctor[agent.CheckTLS].Fix, tt.wantFix)
+			assert.NotContains(t, doctor[agent.CheckTLS].Fix, "does not speak TLS")
+			assert.Contains(t, doctor[agent.CheckFetch].Fix, tt.wantFix)
 		})
 	}
 
 	t.Run("no kubeconfig: what to look for", func(t *testing.T) {
-		r := newClient(t, nil).FetchURL(context.Background(), noCert.URL)
-		var e *kubeletclient.Error
-		require.ErrorAs(t, r.Err, &e)
-		assert.Equal(t, kubeletclient.HandshakeRefused, e.Kind)
+		c := newClient(t, nil)
+		r := c.FetchURL(context.Background(), noCert.URL)
+		var e *agent.Error
+		require.ErrorAs(t, agent.Explain(context.Background(), c, r.Err), &e)
+		assert.Equal(t, agent.HandshakeRefused, e.Kind)
 		assert.Contains(t, e.Hint, "kubectl get csr --field-selector spec.signerName=kubernetes.io/kubelet-serving")
 		assert.Contains(t, e.Hint, "kubectl certificate approve <name>")
 	})
@@ -386,14 +388,14 @@ func TestHandshakeRefusedNamesThePendingCSR(t *testing.T) {
 		a.SetCSRs(csr("csr-pending", serving, "n1"), csr("csr-n2", serving, "n2"))
 		c := newClient(t, cfg)
 		doctor := checks(t, c, "n2")
-		assert.Equal(t, kubeletclient.Fail, doctor[kubeletclient.CheckTLS].Verdict)
-		assert.Contains(t, doctor[kubeletclient.CheckTLS].Detail, "first record does not look like a TLS handshake")
-		assert.Contains(t, doctor[kubeletclient.CheckTLS].Fix, "does not speak TLS")
-		assert.NotContains(t, doctor[kubeletclient.CheckTLS].Fix, "csr")
+		assert.Equal(t, agent.Fail, doctor[agent.CheckTLS].Verdict)
+		assert.Contains(t, doctor[agent.CheckTLS].Detail, "first record does not look like a TLS handshake")
+		assert.Contains(t, doctor[agent.CheckTLS].Fix, "does not speak TLS")
+		assert.NotContains(t, doctor[agent.CheckTLS].Fix, "csr")
 		r := c.Pods(context.Background(), "n2")
-		var e *kubeletclient.Error
-		require.ErrorAs(t, r.Err, &e)
-		assert.NotEqual(t, kubeletclient.HandshakeRefused, e.Kind)
+		var e *agent.Error
+		require.ErrorAs(t, agent.Explain(context.Background(), c, r.Err), &e)
+		assert.NotEqual(t, agent.HandshakeRefused, e.Kind)
 		assert.NotContains(t, e.Hint, "CSR")
 	})
 }

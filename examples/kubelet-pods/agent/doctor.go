@@ -1,4 +1,4 @@
-package kubeletclient
+package agent
 
 import (
 	"context"
@@ -20,6 +20,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-client/kubeletclient"
 )
 
 // Verdict is how a check went.
@@ -52,13 +54,13 @@ const (
 	CheckFetch       = "fetch"
 )
 
-// Doctor walks the way to one node's kubelet step by step — the Node's address and port, DNS
+// Doctor walks the way to one node's kubelet, as c would take it, step by step — the Node's address and port, DNS
 // and TCP, the kubelet's certificate (names, issuer, expiry, pending serving CSRs), who the
 // credentials make the client (SelfSubjectReview), what that identity may do
 // (SelfSubjectAccessReview for nodes/pods and nodes/proxy) and finally /pods — and says at each
 // step what is wrong and what to do. It sends the kubelet nothing secret before the TLS step
 // has checked its certificate; the identity checks ask the apiserver, as the identity itself.
-func (c *Client) Doctor(ctx context.Context, node string) []Check {
+func Doctor(ctx context.Context, c *kubeletclient.Client, node string) []Check {
 	var checks []Check
 	add := func(name string, v Verdict, detail, fix string) {
 		checks = append(checks, Check{Node: node, Name: name, Verdict: v, Detail: detail, Fix: fix})
@@ -73,10 +75,10 @@ func (c *Client) Doctor(ctx context.Context, node string) []Check {
 	}
 
 	// 1. Discovery.
-	var endpoint Endpoint
+	var endpoint kubeletclient.Endpoint
 	n, err := c.Node(ctx, node)
 	if err == nil {
-		endpoint, err = c.endpointFor(n)
+		endpoint, err = c.EndpointOf(n)
 	}
 	switch {
 	case err != nil:
@@ -98,20 +100,20 @@ func (c *Client) Doctor(ctx context.Context, node string) []Check {
 	if failed(CheckDiscovery) {
 		add(CheckNetwork, Skipped, "no address", "")
 	} else {
-		add(c.checkNetwork(ctx, node, endpoint, addr))
+		add(checkNetwork(ctx, c, endpoint, addr))
 	}
 
 	// 3. TLS: the certificate the kubelet shows, read without sending anything.
 	if failed(CheckDiscovery) || failed(CheckNetwork) {
 		add(CheckTLS, Skipped, "no connection", "")
 	} else {
-		add(c.checkTLS(ctx, n, endpoint, addr))
+		add(checkTLS(ctx, c, n, endpoint, addr))
 	}
 
 	// 4 and 5. Who the credentials make the client, and what it may do.
-	user, identity, err := c.identity(ctx)
+	user, identity, err := whoAmI(ctx, c)
 	switch {
-	case c.creds.mode == AuthNone:
+	case c.AuthMode() == kubeletclient.AuthNone:
 		add(CheckCredentials, Warn, "none: the kubelet sees system:anonymous", "a kubelet configured by a file refuses anonymous requests (authentication.anonymous.enabled: false): use --auth=token or --auth=auto")
 		add(CheckPermissions, Skipped, "anonymous", "")
 	case err != nil:
@@ -119,14 +121,15 @@ func (c *Client) Doctor(ctx context.Context, node string) []Check {
 		add(CheckPermissions, Skipped, "no identity", "")
 	default:
 		add(CheckCredentials, OK, fmt.Sprintf("%s: the kubelet will see %s (groups %s)", c.Credentials, user.Username, strings.Join(user.Groups, ", ")), "")
-		add(c.checkPermissions(ctx, node, user.Username, identity))
+		add(checkPermissions(ctx, c, node, user.Username, identity))
 	}
 
 	// 6. The real thing.
 	if failed(CheckDiscovery) {
 		add(CheckFetch, Skipped, "", "")
 	} else {
-		r := c.podsOf(ctx, n)
+		r := c.GetOf(ctx, n, kubeletclient.ReadEndpoints["pods"])
+		r.Err, r.FellBack = Explain(ctx, c, r.Err), Explain(ctx, c, r.FellBack)
 		switch {
 		case r.Err != nil:
 			add(CheckFetch, Fail, firstLineOf(r.Err), hintOf(r.Err))
@@ -139,8 +142,8 @@ func (c *Client) Doctor(ctx context.Context, node string) []Check {
 	return checks
 }
 
-func (c *Client) checkNetwork(ctx context.Context, node string, e Endpoint, addr string) (string, Verdict, string, string) {
-	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+func checkNetwork(ctx context.Context, c *kubeletclient.Client, e kubeletclient.Endpoint, addr string) (string, Verdict, string, string) {
+	ctx, cancel := context.WithTimeout(ctx, c.Options().Timeout)
 	defer cancel()
 	host := e.Address.Address
 	resolved := host
@@ -167,8 +170,8 @@ func (c *Client) checkNetwork(ctx context.Context, node string, e Endpoint, addr
 // checkTLS reads the kubelet's certificate with a handshake that verifies nothing and sends no
 // client certificate, then checks it the way the client will: against the configured CA, for
 // the name the client will check.
-func (c *Client) checkTLS(ctx context.Context, n *corev1.Node, e Endpoint, addr string) (string, Verdict, string, string) {
-	dialer := &tls.Dialer{NetDialer: &net.Dialer{Timeout: c.opts.Timeout}, Config: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // reading, not trusting
+func checkTLS(ctx context.Context, c *kubeletclient.Client, n *corev1.Node, e kubeletclient.Endpoint, addr string) (string, Verdict, string, string) {
+	dialer := &tls.Dialer{NetDialer: &net.Dialer{Timeout: c.Options().Timeout}, Config: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // reading, not trusting
 	conn, err := dialer.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		detail := "handshake: " + err.Error()
@@ -177,7 +180,7 @@ func (c *Client) checkTLS(ctx context.Context, n *corev1.Node, e Endpoint, addr 
 		case isRemoteAlert(err, alertInternalError):
 			// The kubelet answered in TLS, and failed on its side: no certificate to show
 			// (serverTLSBootstrap, its CSR not approved yet). Which CSR, the apiserver says.
-			pending, lerr := c.pendingServingCSRs(ctx, n.Name)
+			pending, lerr := pendingServingCSRs(ctx, c, n.Name)
 			detail += "; " + describeCSRs(pending, lerr)
 			fix := "the kubelet has no serving certificate to show (with serverTLSBootstrap, not until its CSR is approved). " + servingCSRAdvice(n.Name, pending, lerr)
 			if lerr == nil && len(pending) > 0 {
@@ -201,17 +204,17 @@ func (c *Client) checkTLS(ctx context.Context, n *corev1.Node, e Endpoint, addr 
 		names = append(names, ip.String())
 	}
 	detail := fmt.Sprintf("SANs [%s], issuer %q, expires %s", strings.Join(names, " "), leaf.Issuer.CommonName, leaf.NotAfter.UTC().Format(time.RFC3339))
-	if pending, err := c.pendingServingCSRs(ctx, n.Name); !errors.Is(err, errNoLookup) {
+	if pending, err := pendingServingCSRs(ctx, c, n.Name); !errors.Is(err, errNoLookup) {
 		detail += "; " + describeCSRs(pending, err)
 	}
-	if c.opts.InsecureSkipTLSVerify {
+	if c.Options().InsecureSkipTLSVerify {
 		return CheckTLS, Warn, detail + "; not verified (--insecure-skip-tls-verify)", "verify instead: --kubelet-ca-file, --kubelet-tls-server-name=Hostname"
 	}
 	serverName := e.Address.Address
 	if e.ServerName != "" {
 		serverName = e.ServerName
 	}
-	roots, err := c.kubeletRoots()
+	roots, err := kubeletRoots(c)
 	if err != nil {
 		return CheckTLS, Fail, detail + "; " + err.Error(), "--kubelet-ca-file=<the CA that signs the kubelets' certificates>"
 	}
@@ -244,12 +247,12 @@ func (c *Client) checkTLS(ctx context.Context, n *corev1.Node, e Endpoint, addr 
 	}
 }
 
-// kubeletRoots is the CA pool the client checks kubelets against, as kubeletConfig chose it.
-func (c *Client) kubeletRoots() (*x509.CertPool, error) {
-	if c.kubeletREST == nil {
+// kubeletRoots is the CA pool the client checks kubelets against, as it chose it.
+func kubeletRoots(c *kubeletclient.Client) (*x509.CertPool, error) {
+	if c.KubeletConfig() == nil {
 		return nil, errors.New("not checked: with --via=apiserver the client does not talk to kubelets")
 	}
-	tlsConfig, err := rest.TLSConfigFor(c.kubeletREST)
+	tlsConfig, err := rest.TLSConfigFor(c.KubeletConfig())
 	if err != nil {
 		return nil, err
 	}
@@ -261,11 +264,11 @@ func (c *Client) kubeletRoots() (*x509.CertPool, error) {
 
 // pendingServingCSRs names the node's kubelet-serving CSRs that nobody approved or denied yet.
 // Without a kubeconfig it says errNoLookup.
-func (c *Client) pendingServingCSRs(ctx context.Context, node string) ([]string, error) {
-	if c.apiserver == nil {
+func pendingServingCSRs(ctx context.Context, c *kubeletclient.Client, node string) ([]string, error) {
+	if c.APIServer() == nil {
 		return nil, errNoLookup
 	}
-	csrs, err := c.apiserver.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{
+	csrs, err := c.APIServer().CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{
 		FieldSelector: "spec.signerName=" + certificatesv1.KubeletServingSignerName})
 	if err != nil {
 		return nil, err
@@ -300,49 +303,16 @@ func describeCSRs(pending []string, err error) string {
 	}
 }
 
-// identity asks the apiserver who the kubelet's credentials are, with those credentials:
-// a SelfSubjectReview, which any authenticated identity may make. The kubelet's TokenReview
-// asks the same authenticators, so it will see the same user.
-func (c *Client) identity(ctx context.Context) (authenticationv1.UserInfo, kubernetes.Interface, error) {
-	if c.apiserverREST == nil {
-		return authenticationv1.UserInfo{}, nil, errors.New("no kubeconfig: the identity cannot be asked")
+// whoAmI asks the apiserver who the kubelet's credentials are, with those credentials: a
+// SelfSubjectReview, which any authenticated identity may make. The kubelet's TokenReview asks the
+// same authenticators, so it will see the same user. The credentials go there only as
+// kubeletclient.CredentialsConfig lets them: over verified https.
+func whoAmI(ctx context.Context, c *kubeletclient.Client) (authenticationv1.UserInfo, kubernetes.Interface, error) {
+	cfg, err := c.CredentialsConfig()
+	if err != nil {
+		return authenticationv1.UserInfo{}, nil, err
 	}
-	cfg := rest.AnonymousClientConfig(c.apiserverREST)
-	if c.creds.mode == AuthToken || c.creds.mode == AuthServiceAccount {
-		// A token meant for kubelets goes to the apiserver over https only, as to a kubelet.
-		server, _, err := rest.DefaultServerUrlFor(cfg)
-		if err != nil {
-			return authenticationv1.UserInfo{}, nil, fmt.Errorf("the apiserver's URL: %w", err)
-		}
-		if server.Scheme != "https" {
-			return authenticationv1.UserInfo{}, nil, &CredentialsRefusedError{
-				Reason: "them to the apiserver over plain " + server.Scheme + "://" + server.Host + " (to ask whose they are)",
-				Fix:    "the kubeconfig's server is not https://. Point it at the apiserver's https:// address, not at kubectl proxy's",
-			}
-		}
-		// As to a kubelet, to a verified endpoint only. The kubeconfig's insecure-skip-tls-verify
-		// lets its own credentials go to an apiserver it does not check, not a token meant for
-		// kubelets, which a kubelet would take from whoever answers there.
-		if cfg.Insecure {
-			return authenticationv1.UserInfo{}, nil, &CredentialsRefusedError{
-				Reason: "them to the apiserver at " + server.Host + " (to ask whose they are), whose certificate is not checked (the kubeconfig's insecure-skip-tls-verify)",
-				Fix:    "whoever answers there would get a token that kubelets accept. Give the kubeconfig the cluster's certificate-authority instead of insecure-skip-tls-verify",
-			}
-		}
-	}
-	switch c.creds.mode {
-	case AuthToken:
-		cfg.BearerTokenFile = c.opts.TokenFile
-	case AuthServiceAccount:
-		token, err := c.minted.get()
-		if err != nil {
-			return authenticationv1.UserInfo{}, nil, err
-		}
-		cfg.BearerToken = token
-	case AuthKubeconfig:
-		cfg = rest.CopyConfig(c.apiserverREST)
-	}
-	cs, err := apiserverClient(withTimeout(cfg, c.opts.Timeout), c.opts.MaxResponseBytes)
+	cs, err := kubeletclient.NewAPIServerClient(cfg, c.Options().MaxResponseBytes)
 	if err != nil {
 		return authenticationv1.UserInfo{}, nil, err
 	}
@@ -355,7 +325,7 @@ func (c *Client) identity(ctx context.Context) (authenticationv1.UserInfo, kuber
 
 // checkPermissions asks, as the identity, what the kubelet will ask about it: get nodes/pods
 // (all /pods needs) and get nodes/proxy (the fallback the kubelet tries, which also opens exec).
-func (c *Client) checkPermissions(ctx context.Context, node, user string, cs kubernetes.Interface) (string, Verdict, string, string) {
+func checkPermissions(ctx context.Context, c *kubeletclient.Client, node, user string, cs kubernetes.Interface) (string, Verdict, string, string) {
 	can := func(sub string) (bool, error) {
 		r, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
 			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Resource: "nodes", Subresource: sub, Name: node, Version: "v1"},
@@ -375,12 +345,12 @@ func (c *Client) checkPermissions(ctx context.Context, node, user string, cs kub
 	}
 	detail := fmt.Sprintf("get nodes/pods: %s; get nodes/proxy: %s", yesNo(pods), yesNo(proxy))
 	switch {
-	case pods && proxy && c.opts.Via != ViaAPIServer:
+	case pods && proxy && c.Options().Via != kubeletclient.ViaAPIServer:
 		return CheckPermissions, Warn, detail, "nodes/proxy is more than /pods needs, and opens exec on every node: drop it unless the node proxy is really needed (examples/rbac grants nodes/pods only)"
 	case pods || proxy:
 		return CheckPermissions, OK, detail, ""
 	default:
-		return CheckPermissions, Fail, detail, "grant get nodes/pods: " + grantHint(user, podsEndpoint.Permission)
+		return CheckPermissions, Fail, detail, "grant get nodes/pods: " + grantHint(user, kubeletclient.ReadEndpoints["pods"].Permission)
 	}
 }
 
@@ -406,8 +376,8 @@ func hintOf(err error) string {
 }
 
 func credentialsFix(err error) string {
-	var noToken *TokenRequestError
-	var refused *CredentialsRefusedError
+	var noToken *kubeletclient.TokenRequestError
+	var refused *kubeletclient.CredentialsRefusedError
 	switch {
 	case errors.As(err, &noToken):
 		return "create the ServiceAccount (kubectl apply -f examples/rbac/), name another with --service-account, or pass --token-file"

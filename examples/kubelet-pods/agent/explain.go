@@ -1,6 +1,12 @@
-package kubeletclient
+// Package agent is what the production client, kubelet-pods, adds to chapter 10's kubeletclient:
+// each failed request explained — what went wrong, whose identity was refused, what to grant
+// (only what examples/rbac really grants), which CSR to approve (Explain); every node asked at
+// once (AllNodes); and doctor, the way to a kubelet checked step by step (Doctor). Like
+// kubeletclient it imports client-go and the API types only, so that an agent can use it too.
+package agent
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -15,6 +21,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-client/kubeletclient"
 )
 
 // Kind sorts failures by what the reader has to do about them.
@@ -92,6 +100,30 @@ func (e *Error) Unreachable() bool {
 	return e.Kind == Refused || e.Kind == ConnectTimeout || e.Kind == Unroutable
 }
 
+// Explain turns a failed request of c (a kubeletclient.RequestError, anywhere in err's chain)
+// into an Error that says what to do; any other error comes back as it is. For a kubelet without
+// a serving certificate it asks the apiserver which CSR of the node is pending.
+func Explain(ctx context.Context, c *kubeletclient.Client, err error) error {
+	var r *kubeletclient.RequestError
+	var explained *Error
+	switch {
+	case err == nil || errors.As(err, &explained) || !errors.As(err, &r):
+		return err // nothing to explain, or explained already
+	case r.Proxy:
+		return explainProxy(r.Node, r.URL, r.Err)
+	case r.StatusCode != 0:
+		return explainStatus(r)
+	}
+	e := explain(r.URL, r.Err, r.Timeout, r.Connected)
+	e.ServerName = r.ServerName
+	if e.Kind == HandshakeRefused && r.Node != "" {
+		// No serving certificate: name the CSR to approve, when the apiserver can say.
+		pending, err := pendingServingCSRs(ctx, c, r.Node)
+		e.Hint = noServingCertificateHint + " " + servingCSRAdvice(r.Node, pending, err)
+	}
+	return e
+}
+
 // explain classifies a transport error. connected says whether TCP connected.
 func explain(url string, err error, timeout time.Duration, connected bool) *Error {
 	e := &Error{URL: url, Err: err, Kind: Transport}
@@ -101,8 +133,8 @@ func explain(url string, err error, timeout time.Duration, connected bool) *Erro
 	var hostname x509.HostnameError
 	var invalid x509.CertificateInvalidError
 	var netErr net.Error
-	var refused *CredentialsRefusedError
-	var noToken *TokenRequestError
+	var refused *kubeletclient.CredentialsRefusedError
+	var noToken *kubeletclient.TokenRequestError
 	switch {
 	case errors.As(err, &refused):
 		e.Kind, e.Err, e.Hint = Credentials, refused, "Nothing was sent."
@@ -207,34 +239,12 @@ const selfSignedHint = "The kubelet's certificate is not signed by a CA you trus
 // forbiddenBody is the kubelet's 403 text: Forbidden (user=U, verb=V, resource=nodes, subresource(s)=[pods proxy]).
 var forbiddenBody = regexp.MustCompile(`user=([^,]*), verb=([^,]*), resource=([^,]*), subresource\(s\)=\[([^\]]*)\]`)
 
-// maxBodyShown bounds how much of an error body is quoted.
-const maxBodyShown = 512
-
-// shownBody is an error body as the reader sees it: trimmed, cut if long, control characters
-// escaped. unread says the client stopped reading it (readErrorBody): it was longer still.
-func shownBody(body string, unread bool) string {
-	body = strings.TrimSpace(body)
-	more := ""
-	switch {
-	case unread:
-		more = fmt.Sprintf("… (longer than %d bytes: the rest was not read)", maxErrorBodyBytes)
-	case len(body) > maxBodyShown:
-		more = fmt.Sprintf("… (%d more bytes)", len(body)-maxBodyShown)
-	}
-	if len(body) > maxBodyShown {
-		body = body[:maxBodyShown]
-	}
-	if body == "" {
-		return "(empty body)"
-	}
-	return Printable(body, false) + more // a server's words: no control characters reach the terminal
-}
-
 // explainStatus turns a kubelet's non-200 answer into advice. The body — the kubelet answers
-// errors in plain text — is quoted as it came (unread: it was longer than the client reads). permission is what the endpoint asked for needs
-// ("get nodes/pods"; ReadEndpoint.Permission).
-func explainStatus(url string, code int, location, body string, unread bool, credentials, permission string) error {
-	e := &Error{URL: url, Err: fmt.Errorf("GET %s: %d %s: %s", url, code, http.StatusText(code), shownBody(body, unread))}
+// errors in plain text — is quoted in r's message as it came; r.Permission is what the endpoint
+// asked for needs ("get nodes/pods"; ReadEndpoint.Permission).
+func explainStatus(r *kubeletclient.RequestError) error {
+	e := &Error{URL: r.URL, Err: r}
+	code, credentials := r.StatusCode, r.Credentials
 	switch {
 	case code == http.StatusUnauthorized:
 		e.Kind, e.Party = Unauthorized, PartyClient
@@ -243,10 +253,10 @@ func explainStatus(url string, code int, location, body string, unread bool, cre
 			"deleted ServiceAccount's token does not), and a client certificate must be signed by the kubelet's client CA."
 	case code == http.StatusForbidden:
 		e.Kind, e.Party = Forbidden, PartyClient
-		e.Hint = forbiddenHint(body, permission)
+		e.Hint = forbiddenHint(r.Body, r.Permission)
 	case code >= 300 && code < 400:
 		e.Kind = Status
-		e.Hint = "The kubelet (or what answers at that address) redirects to " + Printable(RedactURL(location), false) +
+		e.Hint = "The kubelet (or what answers at that address) redirects to " + kubeletclient.Printable(kubeletclient.RedactURL(r.Location), false) +
 			"; a kubelet's /pods never does, and the client does not follow: credentials could go with it."
 	default:
 		e.Kind = Status
@@ -262,7 +272,7 @@ func explainStatus(url string, code int, location, body string, unread bool, cre
 func explainProxy(node, url string, err error) error {
 	e := &Error{URL: url, Err: err, Kind: Status, Hint: "The apiserver could not proxy to the kubelet."}
 	if code, text, relayed := relayedFromKubelet(err); relayed {
-		e.Err = fmt.Errorf("GET %s: %d %s, relayed from the kubelet: %s", url, code, http.StatusText(code), shownBody(text, false))
+		e.Err = fmt.Errorf("GET %s: %d %s, relayed from the kubelet: %s", url, code, http.StatusText(code), kubeletclient.QuotedBody(text))
 		switch {
 		case code == http.StatusUnauthorized:
 			e.Kind, e.Party = Unauthorized, PartyAPIServer
@@ -273,7 +283,7 @@ func explainProxy(node, url string, err error) error {
 			e.Kind, e.Party = Forbidden, PartyAPIServer
 			user, subject := "the apiserver's kubelet-client user", "--user=NAME (the apiserver's kubelet-client certificate's common name)"
 			if m := forbiddenBody.FindStringSubmatch(text); m != nil {
-				user = Printable(m[1], false)
+				user = kubeletclient.Printable(m[1], false)
 				// The kubelet's text, relayed: quoted for a shell, or left out of the command.
 				if quoted, err := ShellQuote(m[1]); err == nil {
 					subject = "--user=" + quoted
@@ -320,7 +330,7 @@ func forbiddenHint(body, permission string) string {
 	m := forbiddenBody.FindStringSubmatch(body)
 	if m == nil {
 		if permission == "" {
-			permission = podsEndpoint.Permission
+			permission = kubeletclient.ReadEndpoints["pods"].Permission
 		}
 		return "Authenticated, but not allowed. Grant " + permission + ": " + grantHint("", permission)
 	}
@@ -331,9 +341,9 @@ func forbiddenHint(body, permission string) string {
 	}
 	if len(asked) == 0 || !apiWord.MatchString(verb) || !apiWord.MatchString(m[3]) || !apiWord.MatchString(strings.ReplaceAll(m[4], " ", "")) {
 		// Not the kubelet's words: nothing of it goes into a command.
-		return "Authenticated, but not allowed: " + Printable(m[0], false)
+		return "Authenticated, but not allowed: " + kubeletclient.Printable(m[0], false)
 	}
-	shownUser := Printable(user, false)
+	shownUser := kubeletclient.Printable(user, false)
 	narrow := verb + " " + asked[0]
 	if len(asked) == 1 {
 		hint := fmt.Sprintf("%s may not %s %s, the one permission the kubelet asked the apiserver for. Grant %s: %s",
@@ -365,4 +375,35 @@ func relayedFromKubelet(err error) (code int, text string, relayed bool) {
 		}
 	}
 	return 0, "", false
+}
+
+// errUnsafeArgument says a server's text was not made into a command argument.
+var errUnsafeArgument = errors.New("holds control characters or invalid UTF-8")
+
+// ShellQuote writes s as one argument of a POSIX shell command: as it is when it holds only
+// characters no shell treats specially, else in single quotes (a ' inside written '"'"'). Text
+// with control characters or invalid UTF-8 is refused: quoted, it would still print as
+// something else on a terminal, and a reader could not see what they were pasting.
+func ShellQuote(s string) (string, error) {
+	if kubeletclient.Printable(s, false) != s {
+		return "", errUnsafeArgument
+	}
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+:,./_-") == "" {
+		return s, nil
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'", nil
+}
+
+// quoteArgs is args quoted for a shell (ShellQuote) and joined with spaces; ok is false when
+// one of them is refused, and then the command must not be printed.
+func quoteArgs(args ...string) (quoted string, ok bool) {
+	out := make([]string, len(args))
+	for i, a := range args {
+		q, err := ShellQuote(a)
+		if err != nil {
+			return "", false
+		}
+		out[i] = q
+	}
+	return strings.Join(out, " "), true
 }

@@ -1,8 +1,10 @@
-package kubeletclient
+package agent
 
 import (
 	"fmt"
 	"strings"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-client/kubeletclient"
 )
 
 // ExampleRole is one ClusterRole of this repository's examples/rbac, as the hints name it: the
@@ -20,9 +22,9 @@ type ExampleRole struct {
 // ExampleRoles are examples/rbac's roles: the reader's (nodes, and nodes/pods — nothing else of
 // the kubelet's API), and the opt-in node-proxy one (exec-equivalent).
 var ExampleRoles = []ExampleRole{
-	{Dir: "examples/rbac/", ClusterRole: "kubelet-reader", ServiceAccount: DefaultServiceAccount,
+	{Dir: "examples/rbac/", ClusterRole: "kubelet-reader", ServiceAccount: kubeletclient.DefaultServiceAccount,
 		Grants: []string{"get nodes", "list nodes", "watch nodes", "get nodes/pods"}},
-	{Dir: "examples/rbac/node-proxy/", ClusterRole: "kubelet-reader-node-proxy", ServiceAccount: DefaultServiceAccount,
+	{Dir: "examples/rbac/node-proxy/", ClusterRole: "kubelet-reader-node-proxy", ServiceAccount: kubeletclient.DefaultServiceAccount,
 		Grants: []string{"get nodes/proxy"}},
 }
 
@@ -63,7 +65,7 @@ func grantHint(user, permission string) string {
 				bindCommand(role.ClusterRole, "")
 		default:
 			hint = "examples/rbac's ClusterRole " + role.ClusterRole + " grants it, but its binding names the ServiceAccount " +
-				role.ServiceAccount + ", not " + Printable(user, false) + ": kubectl apply -f " + role.Dir + ", then " + bindCommand(role.ClusterRole, user)
+				role.ServiceAccount + ", not " + kubeletclient.Printable(user, false) + ": kubectl apply -f " + role.Dir + ", then " + bindCommand(role.ClusterRole, user)
 		}
 	} else {
 		name := verb + "-" + strings.ReplaceAll(resource, "/", "-") // get-nodes-configz
@@ -98,7 +100,7 @@ func bindCommand(clusterRole, user string) string {
 	case subject == placeholder:
 		quotedName = clusterRole
 	case nameErr != nil || userErr != nil:
-		refused = " (the user name the server gave, " + Printable(user, false) + ", holds control characters: it is not written into a command)"
+		refused = " (the user name the server gave, " + kubeletclient.Printable(user, false) + ", holds control characters: it is not written into a command)"
 		subject, quotedName = placeholder, clusterRole
 	default:
 		subject += quotedUser
