@@ -236,8 +236,8 @@ func (l *Lab) prepareHome() error {
 }
 
 // prepareAttendee makes what the attendee needs in the run directory: its passwd and group
-// files (this machine's, with the attendee's lines), the lab's directories its own, and where
-// its idmapped mounts go: the directories it owns, and Go's caches.
+// files (this machine's, with the attendee's lines), and where its idmapped mounts go: the run
+// directory, the directories it owns, and Go's caches.
 func (l *Lab) prepareAttendee() (identity, laptopSpec, error) {
 	var spec laptopSpec
 	passwd, err := os.ReadFile("/etc/passwd")
@@ -261,12 +261,9 @@ func (l *Lab) prepareAttendee() (identity, laptopSpec, error) {
 	if err := os.WriteFile(spec.Group, []byte(groupWith(string(group), id)), 0o644); err != nil {
 		return id, spec, err
 	}
-	for _, d := range []string{"", "minikube", "minikube/.minikube", "home", "tmp", "docker-config", "bin"} {
-		if err := os.Lchown(filepath.Join(l.Dir, d), id.UID, id.GID); err != nil {
-			return id, spec, err
-		}
-	}
-	owns := append([]string(nil), l.opts.Attendee.Owns...)
+	// The run directory is the attendee's too (minikube's home, HOME, TMPDIR, the kubeconfig),
+	// and the way to it, which may be a directory of root's alone (a test's TMPDIR).
+	owns := append([]string{l.Dir}, l.opts.Attendee.Owns...)
 	for _, kv := range l.env {
 		if k, v, _ := strings.Cut(kv, "="); (k == "GOCACHE" || k == "GOMODCACHE") && v != "" {
 			owns = append(owns, v)

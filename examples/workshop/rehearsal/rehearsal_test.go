@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -84,14 +85,23 @@ func runInLab() int {
 	before := lab.TakeTrace()
 	opts := labtest.Options(root)
 	opts.Log = os.Stderr
+	// The attendee runs the workshop: a normal user in the docker group, who writes the
+	// checkout and Go's caches as their owner.
+	opts.Attendee = labtest.Attendee(root)
 	l, err := lab.Start(context.Background(), opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "the rehearsal's lab:", err)
 		return 1
 	}
-	cmd := l.Command(context.Background(), os.Args[0], os.Args[1:]...)
+	// This test binary, where the attendee may run it (go test's directory is root's alone).
+	self := filepath.Join(l.Dir, filepath.Base(os.Args[0]))
+	if err := linkOrCopy(os.Args[0], self); err != nil {
+		fmt.Fprintln(os.Stderr, "the rehearsal's test binary in the lab:", err)
+		_ = l.Stop(context.Background())
+		return 1
+	}
+	cmd := l.CommandIn(context.Background(), "", self, os.Args[1:]...)
 	cmd.Env = append(cmd.Env, inLab+"=1")
-	cmd.Dir = ""
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	code := 0
 	if err := cmd.Run(); err != nil {
@@ -110,6 +120,18 @@ func runInLab() int {
 		code = 1
 	}
 	return code
+}
+
+// linkOrCopy makes to the file from: a hard link, or a copy where there can be none.
+func linkOrCopy(from, to string) error {
+	if os.Link(from, to) == nil {
+		return nil
+	}
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, data, 0o755)
 }
 
 // requirements says what this machine lacks to rehearse (nil: nothing).
@@ -157,8 +179,10 @@ func newRehearsal(t *testing.T, absRoot string) *rehearsal {
 	var goEnv map[string]string
 	require.NoError(t, json.Unmarshal(out, &goEnv))
 	r := &rehearsal{t: t, root: absRoot, home: home, kubeconfig: os.Getenv("KUBECONFIG")}
+	me, err := user.Current() // the lab's attendee
+	require.NoError(t, err)
 	r.env = []string{
-		"HOME=" + home, "USER=root", "LOGNAME=root", "SHELL=/bin/bash", "TERM=dumb", "LANG=C.UTF-8",
+		"HOME=" + home, "USER=" + me.Username, "LOGNAME=" + me.Username, "SHELL=/bin/bash", "TERM=dumb", "LANG=C.UTF-8",
 		"PATH=" + strings.Join([]string{labBin, filepath.Join(goEnv["GOROOT"], "bin"), "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}, ":"),
 		"GOCACHE=" + goEnv["GOCACHE"], "GOMODCACHE=" + goEnv["GOMODCACHE"], "GOPATH=" + goEnv["GOPATH"],
 		"GOPROXY=off", "GOTOOLCHAIN=local", "GOFLAGS=" + os.Getenv("GOFLAGS"),
@@ -318,19 +342,20 @@ func (r *rehearsal) solutionOverlay(e checks.Exercise) []string {
 	return []string{"GOFLAGS=" + strings.TrimSpace(os.Getenv("GOFLAGS")+" -overlay="+path)}
 }
 
-// keepAnswers moves an answers directory already in the repository aside for the rehearsal, and
-// puts it back afterwards.
+// keepAnswers moves an answers directory already in the repository aside for the rehearsal (to
+// answers.kept beside it: the attendee's checkout and its TMPDIR are different mounts in the lab,
+// and a rename does not cross mounts), and puts it back afterwards.
 func keepAnswers(t *testing.T, absRoot string) {
 	answers := filepath.Join(absRoot, "examples", "workshop", "answers")
-	kept := filepath.Join(t.TempDir(), "answers")
-	if err := os.Rename(answers, kept); err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
+	kept := answers + ".kept"
+	if _, err := os.Lstat(answers); os.IsNotExist(err) {
+		t.Cleanup(func() { _ = os.RemoveAll(answers) })
+		return
 	}
+	require.NoError(t, os.Rename(answers, kept))
 	t.Cleanup(func() {
 		_ = os.RemoveAll(answers)
-		if _, err := os.Stat(kept); err == nil {
-			_ = os.Rename(kept, answers)
-		}
+		_ = os.Rename(kept, answers)
 	})
 }
 

@@ -3,6 +3,10 @@
 // --container-runtime=containerd --kubernetes-version=<go.mod's>`, as a reader types it, on the
 // lab's Docker engine. Without root or the lab's components a test skips saying why (fails under
 // CI=true, which promises the tier). Main checks that the stopped lab left nothing on this machine.
+//
+// Its labs run their commands as root; StartWith with Options.Attendee = Attendee(root) runs them
+// as a workshop attendee, a normal user in the docker group (the rehearsal's do, and
+// TestLabAsAttendee's).
 package labtest
 
 import (
