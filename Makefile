@@ -104,7 +104,7 @@ CROSS_TARGETS  := darwin/arm64 windows/amd64
 verify-platforms: ## Type-check for macOS (darwin/arm64) and Windows (windows/amd64), from source, every chapter that runs there (CROSS_PLATFORM).
 	$(GO) run ./chapters/machinery/repocheck/typecheck $(CROSS_TARGETS:%=--platform %) $(CROSS_PLATFORM:%=./%)
 
-# The lab's packages start minikube and mostly wait on it: beside the rehearsal (test-lab), not in test-unit.
+# The lab's packages each start minikube: a stage of their own (test-lab), not part of test-unit.
 LAB_PKGS    := chapters/machinery/lab chapters/11-node/bootstory chapters/machinery/e2e/clientnode
 UNIT_PKGS    = $(filter-out $(LAB_PKGS:%=$(shell $(GO) list -m)/%),$(shell $(GO) list ./...))
 

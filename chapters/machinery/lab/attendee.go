@@ -355,7 +355,10 @@ func startLaptop(enter []string, id identity, spec laptopSpec) (*laptopProcess, 
 	if strings.TrimSpace(first) != "ready" {
 		release.Close()
 		_ = cmd.Wait()
-		return nil, fmt.Errorf("the lab's laptop: %s%v", first, err)
+		if err != nil {
+			return nil, fmt.Errorf("the lab's laptop: %s: %w", strings.TrimSpace(first), err)
+		}
+		return nil, fmt.Errorf("the lab's laptop: %s", strings.TrimSpace(first))
 	}
 	return &laptopProcess{cmd: cmd, release: release, id: id}, nil
 }

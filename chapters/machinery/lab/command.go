@@ -55,6 +55,8 @@ func newRunCommand() *cobra.Command {
 			o.Log = cmd.ErrOrStderr()
 			if o.asAttendee {
 				o.Attendee = &Attendee{Owns: o.owns}
+			} else if cmd.Flags().Changed("owns") {
+				return errors.New("--owns says what the attendee writes: it needs --as-attendee")
 			}
 			if err := checkRunDir(o.Dir); err != nil {
 				return err

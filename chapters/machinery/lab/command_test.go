@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -145,4 +146,16 @@ func TestRunDirPrivate(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, fs.FileMode(0o700), info.Mode().Perm(), d)
 	}
+}
+
+// TestOwnsNeedsAttendee: --owns says what the attendee writes; without --as-attendee it is refused
+// in one line, before any lab starts.
+func TestOwnsNeedsAttendee(t *testing.T) {
+	cmd := newRunCommand()
+	cmd.SetArgs([]string{"--owns", t.TempDir(), "--", "true"})
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	err := cmd.Execute()
+	require.Error(t, err)
+	assert.Equal(t, "--owns says what the attendee writes: it needs --as-attendee", err.Error())
 }
