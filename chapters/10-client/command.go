@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -60,7 +61,9 @@ func (o *clientOptions) run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "1. discovery:    %s (%s; port from %s)\n", endpoint.URL(), endpoint.Address.Type, endpoint.PortFrom)
+	// The Node's addresses, the kubelet's answers and errors are others' text: printed with
+	// control characters escaped.
+	fmt.Fprintf(out, "1. discovery:    %s (%s; port from %s)\n", kubeletclient.Printable(endpoint.URL(), false), endpoint.Address.Type, endpoint.PortFrom)
 
 	// 2. The token: never the kubeconfig's own credentials, but a short-lived token of a
 	// ServiceAccount (the pod's own, inside a pod), sent only over verified TLS.
@@ -73,15 +76,14 @@ func (o *clientOptions) run(ctx context.Context, out io.Writer) error {
 		fmt.Fprintf(out, "   the kubelet could not be reached (%s): the apiserver's node proxy was asked instead\n", kubeletclient.Printable(firstLine(r.FellBack), false))
 	}
 	if r.Err != nil {
-		return r.Err
+		return errors.New(kubeletclient.Printable(r.Err.Error(), true))
 	}
 	verified := "the kubelet's certificate, checked against the cluster's CA"
 	if r.Via == "apiserver" {
 		verified = "the apiserver's certificate; the apiserver asks the kubelet with its own identity"
 	}
-	fmt.Fprintf(out, "3. verified TLS: %s\n4. GET %s: %d pods\n\n", verified, r.URL, len(r.Pods))
+	fmt.Fprintf(out, "3. verified TLS: %s\n4. GET %s: %d pods\n\n", verified, kubeletclient.Printable(r.URL, false), len(r.Pods))
 
-	// Every cell is the kubelet's text: printed with control characters escaped.
 	var table bytes.Buffer
 	now := podtable.Clock(time.Now)
 	if err := podtable.Print(&table, podtable.Rows(o.node, r.Pods), podtable.Node, podtable.Namespace, podtable.Name,

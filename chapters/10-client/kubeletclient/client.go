@@ -564,7 +564,7 @@ func decodePods(body []byte) ([]corev1.Pod, error) {
 
 // RequestError is a request to a kubelet, or to the apiserver's node proxy, that failed: what the
 // client saw, for the caller to act on (Unreachable: the failover) or to explain (the production
-// client's diagnose package turns it into what to do).
+// client's agent package turns it into what to do).
 type RequestError struct {
 	Node string
 	// URL is what was asked; ServerName, when set, the name the kubelet's certificate was checked

@@ -92,8 +92,8 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Unreachable says the kubelet could not be reached at all — the only case in which the
-// client falls back to the apiserver's node proxy. A kubelet that accepted the connection was
+// Unreachable says the kubelet could not be reached at all, as kubeletclient's
+// RequestError.Unreachable (which decides the fallback to the apiserver's node proxy) says it. A kubelet that accepted the connection was
 // reached: if it answered 401, 403, with a certificate the client does not trust, or not in
 // time, the proxy would hide the problem (or meet the same slowness).
 func (e *Error) Unreachable() bool {
@@ -157,7 +157,7 @@ func explain(url string, err error, timeout time.Duration, connected bool) *Erro
 		e.Kind, e.Hint = TLS, "The kubelet's certificate is invalid ("+invalid.Error()+"). Check the node's clock and certificate rotation, or:\n"+fixesHint
 	case isRemoteAlert(err, alertInternalError):
 		// The kubelet has no certificate to show. Which CSR to approve needs the node's name
-		// and the apiserver: getOf adds it when it has both (servingCSRAdvice).
+		// and the apiserver: Explain adds it when it has both (servingCSRAdvice).
 		e.Kind, e.Hint = HandshakeRefused, noServingCertificateHint+" "+servingCSRAdvice("", nil, errNoLookup)
 	case errors.Is(err, syscall.ECONNREFUSED):
 		e.Kind = Refused

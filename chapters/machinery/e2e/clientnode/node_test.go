@@ -46,7 +46,7 @@ func readmeShows(t *testing.T, text string) {
 	t.Helper()
 	readme, err := os.ReadFile(repo.Path("examples", "kubelet-pods", "README.md"))
 	require.NoError(t, err)
-	assert.Contains(t, string(readme), text, "the production client.s README should show what the node answered")
+	assert.Contains(t, string(readme), text, "the production client's README should show what the node answered")
 }
 
 // Discovery: the Node kubeadm's kubelet registered has the address and port the client dials.
