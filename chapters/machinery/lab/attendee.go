@@ -156,9 +156,10 @@ func idMapping(id int) []syscall.SysProcIDMap {
 
 // mountPoints are where the idmapped mounts go so that the attendee can write each of paths
 // and reach it: a path's highest ancestor that others cannot enter (root's home, 0700, above
-// Go's caches), else the path itself; nothing under another mount point. A path that does not
-// exist yet counts as its nearest existing ancestor.
-func mountPoints(paths []string) ([]string, error) {
+// Go's caches; a test's TMPDIR), else the path itself; nothing under another mount point. A
+// path that does not exist yet counts as its nearest existing ancestor. stat is os.Stat but in
+// tests.
+func mountPoints(paths []string, stat func(string) (fs.FileInfo, error)) ([]string, error) {
 	var points []string
 	for _, p := range paths {
 		p, err := filepath.Abs(p)
@@ -166,7 +167,7 @@ func mountPoints(paths []string) ([]string, error) {
 			return nil, err
 		}
 		for {
-			if _, err := os.Stat(p); err == nil || !errors.Is(err, fs.ErrNotExist) {
+			if _, err := stat(p); err == nil || !errors.Is(err, fs.ErrNotExist) || p == "/" {
 				break
 			}
 			p = filepath.Dir(p)
@@ -177,9 +178,9 @@ func mountPoints(paths []string) ([]string, error) {
 			ancestors = append(ancestors, dir)
 		}
 		for i := len(ancestors) - 1; i >= 0; i-- {
-			info, err := os.Stat(ancestors[i])
+			info, err := stat(ancestors[i])
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("the way to %s: %w", p, err)
 			}
 			if info.Mode().Perm()&0o001 == 0 {
 				point = ancestors[i]

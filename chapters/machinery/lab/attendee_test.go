@@ -3,11 +3,14 @@ package lab
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
+	"testing/fstest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -74,34 +77,40 @@ func TestIDMapping(t *testing.T) {
 }
 
 func TestMountPoints(t *testing.T) {
-	dir := t.TempDir()
-	mk := func(path string, mode os.FileMode) string {
-		p := filepath.Join(dir, path)
-		require.NoError(t, os.MkdirAll(p, 0o755))
-		require.NoError(t, os.Chmod(p, mode))
-		return p
+	// A machine's tree, made up: directories not named are others' to enter (0555).
+	tree := fstest.MapFS{
+		"root":                        {Mode: fs.ModeDir | 0o700},
+		"root/.cache/go-build":        {Mode: fs.ModeDir | 0o755},
+		"root/go/pkg/mod":             {Mode: fs.ModeDir | 0o755},
+		"work/repo":                   {Mode: fs.ModeDir | 0o755},
+		"var/cache/go":                {Mode: fs.ModeDir | 0o755},
+		"tmp":                         {Mode: fs.ModeDir | fs.ModeSticky | 0o777},
+		"tmp/make-test.1/TestX/001":   {Mode: fs.ModeDir | 0o755},
+		"tmp/make-test.1":             {Mode: fs.ModeDir | 0o700},
+		"tmp/make-test.1/TestX":       {Mode: fs.ModeDir | 0o755},
+		"tmp/make-test.1/TestX/001/f": {Mode: 0o644},
 	}
-	// t.TempDir's directories are 0700: this test's are others' to enter.
-	require.NoError(t, os.Chmod(filepath.Dir(dir), 0o755))
-	require.NoError(t, os.Chmod(dir, 0o755))
-	home := mk("root", 0o700)
-	cache := mk("root/.cache/go-build", 0o755)
-	modcache := mk("root/go/pkg/mod", 0o755)
-	repo := mk("work/repo", 0o755)
-	open := mk("var/cache/go", 0o755)
+	stat := func(p string) (fs.FileInfo, error) {
+		if !filepath.IsAbs(p) {
+			return nil, fmt.Errorf("%s is not absolute", p)
+		}
+		return fs.Stat(tree, strings.TrimPrefix(p, "/"))
+	}
 	tests := []struct {
 		name  string
 		paths []string
 		want  []string
 	}{
-		{"caches in a home others cannot enter: the home", []string{cache, modcache}, []string{home}},
-		{"a directory others reach: itself", []string{repo}, []string{repo}},
-		{"not yet made: its nearest existing ancestor", []string{filepath.Join(open, "not-yet")}, []string{open}},
-		{"nothing under another", []string{repo, filepath.Join(repo, "sub"), cache}, []string{home, repo}},
+		{"caches in a home others cannot enter: the home", []string{"/root/.cache/go-build", "/root/go/pkg/mod"}, []string{"/root"}},
+		{"a directory others reach: itself", []string{"/work/repo"}, []string{"/work/repo"}},
+		{"not yet made: its nearest existing ancestor", []string{"/var/cache/go/not-yet/sub"}, []string{"/var/cache/go"}},
+		{"nothing under another", []string{"/work/repo", "/work/repo/sub", "/root/.cache/go-build"}, []string{"/root", "/work/repo"}},
+		{"under a TMPDIR of root's alone: the TMPDIR, however open what is under it",
+			[]string{"/tmp/make-test.1/TestX/001/f", "/tmp/make-test.1/TestX/001/run"}, []string{"/tmp/make-test.1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := mountPoints(tt.paths)
+			got, err := mountPoints(tt.paths, stat)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
 		})
@@ -131,11 +140,15 @@ func TestLaptop(t *testing.T) {
 	group, err := os.ReadFile("/etc/group")
 	require.NoError(t, err)
 	id := pickIdentity(string(passwd), string(group))
-	spec := laptopSpec{UID: id.UID, GID: id.GID, Mounts: []string{owned},
+	// The way to the directory may be root's alone (make test's TMPDIR is 0700): the mount
+	// goes where the lab would put it.
+	mounts, err := mountPoints([]string{owned}, os.Stat)
+	require.NoError(t, err)
+	spec := laptopSpec{UID: id.UID, GID: id.GID, Mounts: mounts,
 		Passwd: filepath.Join(dir, "passwd"), Group: filepath.Join(dir, "group")}
 	require.NoError(t, os.WriteFile(spec.Passwd, []byte(passwdWith(string(passwd), id, dir)), 0o644))
 	require.NoError(t, os.WriteFile(spec.Group, []byte(groupWith(string(group), id)), 0o644))
-	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	mountinfo, err := os.ReadFile("/proc/self/mountinfo")
 	require.NoError(t, err)
 
 	p, err := startLaptop(nil, id, spec)
@@ -159,7 +172,7 @@ func TestLaptop(t *testing.T) {
 	// This machine's mounts and users are what they were.
 	after, err := os.ReadFile("/proc/self/mountinfo")
 	require.NoError(t, err)
-	assert.Equal(t, string(mounts), string(after))
+	assert.Equal(t, string(mountinfo), string(after))
 	now, err := os.ReadFile("/etc/passwd")
 	require.NoError(t, err)
 	assert.Equal(t, string(passwd), string(now))

@@ -269,7 +269,7 @@ func (l *Lab) prepareAttendee() (identity, laptopSpec, error) {
 			owns = append(owns, v)
 		}
 	}
-	spec.Mounts, err = mountPoints(owns)
+	spec.Mounts, err = mountPoints(owns, os.Stat)
 	return id, spec, err
 }
 
