@@ -110,7 +110,7 @@ func TestFollows(t *testing.T) {
 			"the note's step 12 is not in the output"},
 		{"a stack referred to, not printed", strings.Replace(run, "(the same stack as step 27)", "(the same stack as step 26)", 1),
 			"the note's step 41 is not in the output"},
-		{"in another phase", strings.Replace(run, "== edit: ", "== add: ", 1), "the note's step 26 is not in the output"},
+		{"in another phase", strings.Replace(run, "== edit: ", "== add: ", 1), "the note's step 27 is not in the output"},
 		{"no steps at all", "The real kubelet ran.\n", "no step in the output"},
 	}
 	for _, tt := range tests {
