@@ -55,7 +55,45 @@ func AttendeeRequirements() error {
 			missing = append(missing, fmt.Errorf("%s on PATH (Debian packages util-linux, coreutils)", p))
 		}
 	}
+	if len(missing) == 0 {
+		missing = append(missing, probeIDMappedMounts())
+	}
 	return errors.Join(missing...)
+}
+
+// probeIDMappedMounts makes the attendee's laptop once, for a directory of its own in TMPDIR,
+// and ends it: idmapped mounts need Linux 5.12 or later, the machine's root (not root in a user
+// namespace, as in a rootless container) and a filesystem that has them (tmpfs from Linux 6.3).
+func probeIDMappedMounts() error {
+	dir, err := os.MkdirTemp("", "kubelet-walkthrough-idmap")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	passwd, err := os.ReadFile("/etc/passwd")
+	if err != nil {
+		return err
+	}
+	group, err := os.ReadFile("/etc/group")
+	if err != nil {
+		return err
+	}
+	id := pickIdentity(string(passwd), string(group))
+	spec := laptopSpec{UID: id.UID, GID: id.GID, Mounts: []string{dir},
+		Passwd: filepath.Join(dir, "passwd"), Group: filepath.Join(dir, "group")}
+	if err := os.WriteFile(spec.Passwd, passwd, 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(spec.Group, group, 0o644); err != nil {
+		return err
+	}
+	p, err := startLaptop(nil, id, spec)
+	if err != nil {
+		return fmt.Errorf("idmapped mounts, for the attendee to write as their owner (Linux 5.12 or later, the machine's root, "+
+			"a filesystem that has them; tried in %s): %w", os.TempDir(), err)
+	}
+	p.stop()
+	return nil
 }
 
 // firstID is where the attendee's ids start: Debian's first normal user's (adduser.conf).

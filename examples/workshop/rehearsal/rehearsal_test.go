@@ -51,7 +51,8 @@ func TestMain(m *testing.M) {
 	if os.Getenv(inLab) != "" || !rehearsing() {
 		os.Exit(m.Run())
 	}
-	if noLab = labtest.Requirements(); noLab != nil {
+	// The attendee's requirements too: a machine without idmapped mounts cannot rehearse as one.
+	if noLab = errors.Join(labtest.Requirements(), lab.AttendeeRequirements()); noLab != nil {
 		os.Exit(m.Run()) // the rehearsal says why it cannot run
 	}
 	if out, err := exec.Command("go", "mod", "download").CombinedOutput(); err != nil {
