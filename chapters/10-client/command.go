@@ -51,19 +51,21 @@ func (o *clientOptions) run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 
-	// 1. Discovery: the Node says where its kubelet is — the first address of the preferred
-	// types, and the port the kubelet reported in .status.daemonEndpoints.
+	// 1. Discovery: the Node (read once) says where its kubelet is: the first address of the preferred
+	// types, the port from .status.daemonEndpoints; --via auto or apiserver goes on without them (the
+	// node proxy needs neither). Others' text is printed with control characters escaped.
 	node, err := client.Node(ctx, o.node)
 	if err != nil {
 		return err
 	}
-	endpoint, err := kubeletclient.EndpointFor(node, kubeletclient.DefaultAddressTypes, 0)
-	if err != nil {
+	switch endpoint, err := client.EndpointOf(node); {
+	case err != nil && client.Options().Via == kubeletclient.ViaKubelet:
 		return err
+	case err != nil:
+		fmt.Fprintf(out, "1. discovery:    %s\n", kubeletclient.Printable(err.Error(), false))
+	default:
+		fmt.Fprintf(out, "1. discovery:    %s (%s; port from %s)\n", kubeletclient.Printable(endpoint.URL(), false), endpoint.Address.Type, endpoint.PortFrom)
 	}
-	// The Node's addresses, the kubelet's answers and errors are others' text: printed with
-	// control characters escaped.
-	fmt.Fprintf(out, "1. discovery:    %s (%s; port from %s)\n", kubeletclient.Printable(endpoint.URL(), false), endpoint.Address.Type, endpoint.PortFrom)
 
 	// 2. The token: never the kubeconfig's own credentials, but a short-lived token of a
 	// ServiceAccount (the pod's own, inside a pod), sent only over verified TLS.
@@ -71,7 +73,7 @@ func (o *clientOptions) run(ctx context.Context, out io.Writer) error {
 
 	// 3 and 4. Verified TLS (the cluster's CA) and GET /pods; the apiserver's node proxy only
 	// when the kubelet could not be reached at all.
-	r := client.Pods(ctx, o.node)
+	r := client.GetOf(ctx, node, kubeletclient.ReadEndpoints["pods"])
 	if r.FellBack != nil {
 		fmt.Fprintf(out, "   the kubelet could not be reached (%s): the apiserver's node proxy was asked instead\n", kubeletclient.Printable(firstLine(r.FellBack), false))
 	}
@@ -85,9 +87,8 @@ func (o *clientOptions) run(ctx context.Context, out io.Writer) error {
 	fmt.Fprintf(out, "3. verified TLS: %s\n4. GET %s: %d pods\n\n", verified, kubeletclient.Printable(r.URL, false), len(r.Pods))
 
 	var table bytes.Buffer
-	now := podtable.Clock(time.Now)
 	if err := podtable.Print(&table, podtable.Rows(o.node, r.Pods), podtable.Node, podtable.Namespace, podtable.Name,
-		podtable.Ready, podtable.Status, podtable.Restarts(now), podtable.Source); err != nil {
+		podtable.Ready, podtable.Status, podtable.Restarts(podtable.Clock(time.Now)), podtable.Source); err != nil {
 		return err
 	}
 	_, err = io.WriteString(out, kubeletclient.Printable(table.String(), true))
