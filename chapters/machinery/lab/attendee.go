@@ -81,10 +81,7 @@ func probeIDMappedMounts() error {
 	id := pickIdentity(string(passwd), string(group))
 	spec := laptopSpec{UID: id.UID, GID: id.GID, Mounts: []string{dir},
 		Passwd: filepath.Join(dir, "passwd"), Group: filepath.Join(dir, "group")}
-	if err := os.WriteFile(spec.Passwd, passwd, 0o644); err != nil {
-		return err
-	}
-	if err := os.WriteFile(spec.Group, group, 0o644); err != nil {
+	if err := writeIdentityFiles(spec, string(passwd), string(group)); err != nil {
 		return err
 	}
 	p, err := startLaptop(nil, id, spec)
@@ -236,6 +233,25 @@ func mountPoints(paths []string, stat func(string) (fs.FileInfo, error)) ([]stri
 		}
 	}
 	return top, nil
+}
+
+// nobody is the kernel's overflow id (Debian's nobody and nogroup).
+const nobody = 65534
+
+// writeIdentityFiles writes the passwd and group files the laptop mounts over /etc's, owned by
+// nobody on the disk: they are in a directory of the attendee's idmapped mounts (the run
+// directory), where root's files are the attendee's to write, and an attendee who could write
+// the lab's /etc/passwd could give root a password and become root with su.
+func writeIdentityFiles(spec laptopSpec, passwd, group string) error {
+	for _, f := range []struct{ path, text string }{{spec.Passwd, passwd}, {spec.Group, group}} {
+		if err := os.WriteFile(f.path, []byte(f.text), 0o644); err != nil {
+			return err
+		}
+		if err := os.Chown(f.path, nobody, nobody); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // laptopSpec is what the laptop process makes in its mount namespace.

@@ -140,8 +140,7 @@ func TestLaptop(t *testing.T) {
 	require.NoError(t, err)
 	spec := laptopSpec{UID: id.UID, GID: id.GID, Mounts: mounts,
 		Passwd: filepath.Join(dir, "passwd"), Group: filepath.Join(dir, "group")}
-	require.NoError(t, os.WriteFile(spec.Passwd, []byte(passwdWith(string(passwd), id, dir)), 0o644))
-	require.NoError(t, os.WriteFile(spec.Group, []byte(groupWith(string(group), id)), 0o644))
+	require.NoError(t, writeIdentityFiles(spec, passwdWith(string(passwd), id, dir), groupWith(string(group), id)))
 	mountinfo, err := os.ReadFile("/proc/self/mountinfo")
 	require.NoError(t, err)
 
@@ -153,7 +152,10 @@ func TestLaptop(t *testing.T) {
 			p.stop()
 		}
 	}()
-	script := "id -u; id -g; id -G; id -un; cat old; echo attendee\\'s > new; stat -c '%u %U' . new"
+	// The lab's /etc/passwd and /etc/group are not the attendee's to write, there or where the
+	// lab wrote them.
+	script := "id -u; id -g; id -G; id -un; cat old; echo attendee\\'s > new; stat -c '%u %U' . new; " +
+		"for f in /etc/passwd /etc/group " + spec.Passwd + " " + spec.Group + "; do echo x 2>/dev/null >> $f && echo $f written; done; true"
 	out, err := exec.Command("nsenter", append(p.enter(owned), "sh", "-c", script)...).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	want := fmt.Sprintf("%d\n%d\n%d %d\n%s\nroot's\n%d %s\n%d %s\n", id.UID, id.GID, id.GID, id.Docker, AttendeeName, id.UID, AttendeeName, id.UID, AttendeeName)

@@ -255,10 +255,7 @@ func (l *Lab) prepareAttendee() (identity, laptopSpec, error) {
 	if err := os.MkdirAll(etc, 0o755); err != nil {
 		return id, spec, err
 	}
-	if err := os.WriteFile(spec.Passwd, []byte(passwdWith(string(passwd), id, home)), 0o644); err != nil {
-		return id, spec, err
-	}
-	if err := os.WriteFile(spec.Group, []byte(groupWith(string(group), id)), 0o644); err != nil {
+	if err := writeIdentityFiles(spec, passwdWith(string(passwd), id, home), groupWith(string(group), id)); err != nil {
 		return id, spec, err
 	}
 	// The run directory is the attendee's too (minikube's home, HOME, TMPDIR, the kubeconfig),
