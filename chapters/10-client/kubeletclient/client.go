@@ -31,9 +31,6 @@ const (
 	ViaAuto      Via = "auto"      // the kubelet, and the proxy only if the kubelet cannot be reached
 )
 
-// ReadOnlyPort is the kubelet's unauthenticated port, disabled unless configured.
-const ReadOnlyPort = 10255
-
 // Options configure a Client.
 type Options struct {
 	// AddressTypes orders the node address types to try. Default DefaultAddressTypes.
