@@ -71,7 +71,7 @@ debug-%: dlv ## Serve one chapter in a headless Delve on DEBUG_ADDR for an edito
 ##@ Test
 
 # make test's stages, in order; .ci/stages prints how long each took.
-TEST_STAGES := prerequisites verify verify-notes test-node-components test-unit test-lab test-rehearsal+test-race test-readmes
+TEST_STAGES := prerequisites test-node-components+verify+verify-notes test-unit test-lab test-rehearsal+test-race test-readmes
 
 .PHONY: test
 test: ## Everything CI checks (.ci/run calls this), stage by stage, with a time summary at the end.
@@ -105,7 +105,7 @@ verify-platforms: ## Type-check for macOS (darwin/arm64) and Windows (windows/am
 	$(GO) run ./chapters/machinery/repocheck/typecheck $(CROSS_TARGETS:%=--platform %) $(CROSS_PLATFORM:%=./%)
 
 # The lab's packages each start minikube: a stage of their own (test-lab), not part of test-unit.
-LAB_PKGS    := chapters/machinery/lab chapters/11-node/bootstory chapters/machinery/e2e/clientnode
+LAB_PKGS    := chapters/machinery/lab chapters/machinery/e2e/clientnode
 UNIT_PKGS    = $(filter-out $(LAB_PKGS:%=$(shell $(GO) list -m)/%),$(shell $(GO) list ./...))
 
 .PHONY: test-unit
@@ -113,8 +113,8 @@ test-unit: ## go test every package in random order but the lab's (the README ru
 	.ci/clean-tmp $(GO) test -count=1 -shuffle=on -timeout $(TIMEOUT) -skip '^(TestChapterREADMEs|TestRehearseWorkshop)$$' $(TEST_FLAGS) $(UNIT_PKGS)
 
 .PHONY: test-lab
-test-lab: ## go test the lab's packages (LAB_PKGS: each starts real minikube in a lab; skipped, saying why, without root).
-	.ci/clean-tmp $(GO) test -count=1 -shuffle=on -timeout $(TIMEOUT) $(TEST_FLAGS) $(LAB_PKGS:%=./%)
+test-lab: ## go test the lab's packages (LAB_PKGS: real minikube in labs, the lab's own three side by side; skipped, saying why, without root).
+	.ci/clean-tmp $(GO) test -count=1 -shuffle=on -parallel 3 -timeout $(TIMEOUT) $(TEST_FLAGS) $(LAB_PKGS:%=./%)
 
 .PHONY: test-rehearsal
 test-rehearsal: ## The workshop, every command as its READMEs print it, on real minikube in the lab (alone: its timings are checked; -v: the log is the record INSTRUCTOR.md's timings come from).

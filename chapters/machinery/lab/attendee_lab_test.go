@@ -19,10 +19,13 @@ import (
 
 // A lab whose commands run as an attendee runs them: a normal user in the group of the
 // engine's socket starts minikube with the start every reader types (minikube says nothing
-// about root), and builds a chapter with the machine's warm Go caches — a link, not a compile
-// of the kubelet's packages; nothing of the attendee is left on this machine.
+// about root), builds a chapter with the machine's warm Go caches — a link, not a compile
+// of the kubelet's packages — and deletes the cluster as a reader does; the lab then stops,
+// and nothing of the attendee or the lab is left on this machine (one of the ends
+// TestLabLeavesNothing names; it runs beside them, each lab in namespaces of its own).
 func TestLabAsAttendee(t *testing.T) {
 	tier.Require(t, labtest.Tier, errors.Join(labtest.Requirements(), lab.AttendeeRequirements()))
+	t.Parallel()
 	root, err := labtest.Root()
 	require.NoError(t, err)
 	before := lab.TakeTrace()
@@ -63,6 +66,10 @@ func TestLabAsAttendee(t *testing.T) {
 	t.Logf("go build ./chapters/04-runkubelet as the attendee: %s", took.Round(100*time.Millisecond))
 	assert.Less(t, took, 2*time.Minute, "a link, not a compile of the kubelet's packages (minutes)")
 
+	// `minikube delete`, then the lab stops.
+	out, err = c.Output(ctx, "minikube", "delete")
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), `Removed all traces of the "minikube" cluster.`)
 	require.NoError(t, c.Stop(context.Background()))
 	assert.Empty(t, c.Left())
 	assert.Empty(t, lab.Leftovers(before, lab.TakeTrace()))

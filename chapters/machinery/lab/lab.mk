@@ -156,7 +156,9 @@ node-base-image: lab ## The base image minikube runs as its node, .bin/node/kicb
 	@$(BIN)/lab base-image --rootfs $(NODE_ROOTFS) --bin $(NODE)/bin --cni $(NODE)/cni --out $(NODE)/kicbase.tar
 
 .PHONY: node-components
-node-components: node-binaries node-rootfs ## Every part of the lab: binaries, root filesystem, then the base image and minikube's cache.
+node-components: lab ## Every part of the lab: binaries and root filesystem (at the same time: debootstrap mostly waits on the mirror), then the base image and minikube's cache.
+	@$(MAKE) --no-print-directory node-rootfs & rootfs=$$!; rc=0; \
+	  $(MAKE) --no-print-directory node-binaries || rc=$$?; wait $$rootfs || rc=$$?; exit $$rc
 	@$(MAKE) --no-print-directory node-base-image node-cache
 
 # Chapter 11 here: its README's two commands, in a lab.
