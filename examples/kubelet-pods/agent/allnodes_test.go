@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -323,6 +324,50 @@ func BenchmarkDiscovery(b *testing.B) {
 			times.Report(b, "before", "after")
 			requests.Set("after", float64(len(a.Requests()))/float64(b.N))
 			requests.Report(b, "before", "after")
+		})
+	}
+}
+
+// An explained error says the kubelet was unreachable exactly when the client's request did —
+// the verdict that decides the failover to the apiserver's node proxy, not a second one.
+func TestUnreachableIsTheClientsVerdict(t *testing.T) {
+	p := fakecluster.NewPKI(t)
+	a := fakecluster.NewAPIServer(t, p)
+	// A port nothing listens on: taken, then freed.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := l.Addr().(*net.TCPAddr).Port
+	require.NoError(t, l.Close())
+	slow := fakecluster.NewKubelet(t, fakecluster.KubeletOptions{TLS: p.ServingConfig(t, "127.0.0.1")})
+	slow.Answer(0, "", time.Minute, nil)
+	forbidden := fakecluster.NewKubelet(t, fakecluster.KubeletOptions{TLS: p.ServingConfig(t, "127.0.0.1")})
+	forbidden.Answer(http.StatusForbidden, "Forbidden (user=x, verb=get, resource=nodes, subresource(s)=[pods])", 0, nil)
+	a.SetNodes(fakecluster.Node("closed", closed), fakecluster.Node("slow", slow.Port), fakecluster.Node("forbidden", forbidden.Port))
+	cfg := &rest.Config{Host: a.Server.URL, TLSClientConfig: rest.TLSClientConfig{CAFile: p.CAFile}}
+
+	tests := []struct {
+		node            string
+		wantKind        agent.Kind
+		wantUnreachable bool
+	}{
+		{"closed", agent.Refused, true},
+		{"slow", agent.Timeout, false},
+		{"forbidden", agent.Forbidden, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.node, func(t *testing.T) {
+			opts := options(p, t)
+			opts.KubeletCAFile, opts.Timeout = p.CAFile, time.Second
+			c, err := kubeletclient.New(cfg, opts)
+			require.NoError(t, err)
+			r := c.Pods(context.Background(), tt.node)
+			var rerr *kubeletclient.RequestError
+			require.ErrorAs(t, r.Err, &rerr)
+			var e *agent.Error
+			require.ErrorAs(t, agent.Explain(context.Background(), c, r.Err), &e)
+			assert.Equal(t, tt.wantKind, e.Kind)
+			assert.Equal(t, tt.wantUnreachable, rerr.Unreachable(), "the client's verdict")
+			assert.Equal(t, rerr.Unreachable(), e.Unreachable(), "the explained error's")
 		})
 	}
 }

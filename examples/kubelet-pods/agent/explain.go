@@ -69,6 +69,8 @@ type Error struct {
 	Timeout time.Duration
 	// Hint says what to do, in a sentence or three.
 	Hint string
+	// request is the failed request Explain explained (Unreachable asks it).
+	request *kubeletclient.RequestError
 }
 
 func (e *Error) Error() string {
@@ -92,12 +94,12 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Unreachable says the kubelet could not be reached at all, as kubeletclient's
-// RequestError.Unreachable (which decides the fallback to the apiserver's node proxy) says it. A kubelet that accepted the connection was
-// reached: if it answered 401, 403, with a certificate the client does not trust, or not in
-// time, the proxy would hide the problem (or meet the same slowness).
+// Unreachable is kubeletclient's verdict on the request this Error explains:
+// RequestError.Unreachable, the one rule that decides the failover to the apiserver's node proxy
+// (nothing listens, no TCP connection in time, no route or no such name). A kubelet that accepted
+// the connection was reached; an Error that holds no request (a proxy's answer) says false.
 func (e *Error) Unreachable() bool {
-	return e.Kind == Refused || e.Kind == ConnectTimeout || e.Kind == Unroutable
+	return e.request != nil && e.request.Unreachable()
 }
 
 // Explain turns a failed request of c (a kubeletclient.RequestError, anywhere in err's chain)
@@ -115,6 +117,7 @@ func Explain(ctx context.Context, c *kubeletclient.Client, err error) error {
 		return explainStatus(r)
 	}
 	e := explain(r.URL, r.Err, r.Timeout, r.Connected)
+	e.request = r
 	e.ServerName = r.ServerName
 	if e.Kind == HandshakeRefused && r.Node != "" {
 		// No serving certificate: name the CSR to approve, when the apiserver can say.
@@ -243,7 +246,7 @@ var forbiddenBody = regexp.MustCompile(`user=([^,]*), verb=([^,]*), resource=([^
 // errors in plain text — is quoted in r's message as it came; r.Permission is what the endpoint
 // asked for needs ("get nodes/pods"; ReadEndpoint.Permission).
 func explainStatus(r *kubeletclient.RequestError) error {
-	e := &Error{URL: r.URL, Err: r}
+	e := &Error{URL: r.URL, Err: r, request: r}
 	code, credentials := r.StatusCode, r.Credentials
 	switch {
 	case code == http.StatusUnauthorized:
