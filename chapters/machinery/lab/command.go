@@ -142,7 +142,7 @@ func (l *Lab) WriteShell() (string, error) {
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 func newRootfsCommand() *cobra.Command {
-	var dir, mirror string
+	var dir, mirror, cache string
 	cmd := &cobra.Command{
 		Use:   "rootfs",
 		Short: "Make the base image's root file system with debootstrap (Debian bookworm), unless it is up to date",
@@ -154,11 +154,12 @@ func newRootfsCommand() *cobra.Command {
 			if err := checkMirror(mirror); err != nil {
 				return err
 			}
-			return images.MakeRootfs(cmd.Context(), dir, mirror, cmd.OutOrStdout())
+			return images.MakeRootfs(cmd.Context(), dir, mirror, cache, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVar(&dir, "rootfs", ".bin/node/rootfs", "where to make it: a new or empty directory, or one this command made")
 	cmd.Flags().StringVar(&mirror, "mirror", os.Getenv("DEBIAN_MIRROR"), "Debian mirror (default: $DEBIAN_MIRROR, else the Debian source of this machine's apt, else debootstrap's own)")
+	cmd.Flags().StringVar(&cache, "cache", images.DefaultRootfsCache(), "where a copy of each root file system made is kept, by recipe and mirror, and used again for a week (\"\": none)")
 	return cmd
 }
 

@@ -3,6 +3,7 @@ package images
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/lab/dockerd"
@@ -109,10 +111,34 @@ var (
 	}
 )
 
+// RootfsCacheAge is how long a root file system in the cache is used again: after a week
+// debootstrap makes it anew, with the mirror's updates of the week.
+const RootfsCacheAge = 7 * 24 * time.Hour
+
+// DefaultRootfsCache is where MakeRootfs keeps a copy of each root file system it made: this
+// user's cache directory (as Go's build cache: $XDG_CACHE_HOME, else ~/.cache, on Linux), so that
+// a new clone of the repository unpacks it in seconds instead of minutes of debootstrap (mostly
+// dpkg, on the CPU). "" when the machine names none.
+func DefaultRootfsCache() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "kubelet-walkthrough", "rootfs")
+}
+
+// rootfsArchive is the cache's file for a root file system of today's recipe from mirror.
+func rootfsArchive(cache, mirror string) string {
+	sum := sha256.Sum256([]byte(rootfsRecipe() + mirror + "\n"))
+	return filepath.Join(cache, fmt.Sprintf("%s-%x.tar", Suite, sum[:8]))
+}
+
 // MakeRootfs makes the base image's root file system in dir with debootstrap, unless dir holds
-// one made with the same recipe. mirror is the Debian mirror ("": the machine's own, see
-// DebianMirror). It needs root and Debian's debootstrap.
-func MakeRootfs(ctx context.Context, dir, mirror string, log io.Writer) error {
+// one made with the same recipe; from cache (a directory; "" keeps none) when it holds one of
+// the same recipe and mirror younger than RootfsCacheAge, and into cache when it made one.
+// mirror is the Debian mirror ("": the machine's own, see DebianMirror). It needs root and
+// Debian's debootstrap.
+func MakeRootfs(ctx context.Context, dir, mirror, cache string, log io.Writer) error {
 	if RootfsReady(dir) {
 		return nil
 	}
@@ -140,6 +166,20 @@ func MakeRootfs(ctx context.Context, dir, mirror string, log io.Writer) error {
 		return err
 	}
 	start := time.Now()
+	archive := ""
+	if cache != "" {
+		archive = rootfsArchive(cache, mirror)
+	}
+	if info, err := os.Stat(archive); archive != "" && err == nil && time.Since(info.ModTime()) < RootfsCacheAge && ownedByMe(info) {
+		if out, err := runTool(ctx, "tar", "--extract", "--file="+archive, "--numeric-owner", "--preserve-permissions", "--xattrs", "-C", dir); err != nil {
+			return fmt.Errorf("unpacking the root file system from the cache %s (remove it to make one anew): %w: %s", archive, err, lastLines(string(out), 5))
+		}
+		if err := finishRootfs(dir); err != nil {
+			return err
+		}
+		fmt.Fprintf(log, "Root file system from the cache %s (made %s ago), in %s.\n", archive, time.Since(info.ModTime()).Round(time.Hour), time.Since(start).Round(time.Second))
+		return nil
+	}
 	from := "debootstrap's default mirror"
 	args := []string{"--variant=minbase", "--include=" + strings.Join(rootfsPackages, ","), Suite, dir}
 	if mirror != "" {
@@ -155,14 +195,49 @@ func MakeRootfs(ctx context.Context, dir, mirror string, log io.Writer) error {
 			return fmt.Errorf("in the root file system, %s: %w: %s", change, err, out)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, rootfsDone), []byte(rootfsRecipe()), 0o644); err != nil {
-		return err
-	}
-	if err := os.Remove(filepath.Join(dir, rootfsMaking)); err != nil {
+	if err := finishRootfs(dir); err != nil {
 		return err
 	}
 	fmt.Fprintf(log, "Root file system made in %s.\n", time.Since(start).Round(time.Second))
+	if archive != "" {
+		if err := saveRootfs(ctx, dir, archive); err != nil {
+			fmt.Fprintf(log, "warning: the root file system is not kept in the cache (the next clone makes it again): %v\n", err)
+		}
+	}
 	return nil
+}
+
+// ownedByMe says whether this user owns the file: root unpacks, as root, only an archive it
+// wrote itself, not one another user put in its cache.
+func ownedByMe(info fs.FileInfo) bool {
+	st, ok := info.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Geteuid()
+}
+
+// finishRootfs marks dir's root file system done.
+func finishRootfs(dir string) error {
+	if err := os.WriteFile(filepath.Join(dir, rootfsDone), []byte(rootfsRecipe()), 0o644); err != nil {
+		return err
+	}
+	return os.Remove(filepath.Join(dir, rootfsMaking))
+}
+
+// saveRootfs writes dir's root file system, without its marker, to archive: into a new file
+// beside it first, so that a copy half written is never read as one.
+func saveRootfs(ctx context.Context, dir, archive string) error {
+	if err := os.MkdirAll(filepath.Dir(archive), 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(archive), ".rootfs-*.tar")
+	if err != nil {
+		return err
+	}
+	tmp.Close()
+	defer os.Remove(tmp.Name())
+	if out, err := runTool(ctx, "tar", "--create", "--file="+tmp.Name(), "--numeric-owner", "--xattrs", "--exclude=./"+rootfsDone, "-C", dir, "."); err != nil {
+		return fmt.Errorf("tar: %w: %s", err, lastLines(string(out), 5))
+	}
+	return os.Rename(tmp.Name(), archive)
 }
 
 // DebianMirror finds the Debian mirror this machine's apt uses: the first source, in

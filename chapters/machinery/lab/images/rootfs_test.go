@@ -8,10 +8,13 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -223,7 +226,7 @@ func TestMakeRootfsLeavesAReadyRootfs(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, rootfsDone), []byte(rootfsRecipe()), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "kept"), []byte("kept\n"), 0o644))
 	var log bytes.Buffer
-	require.NoError(t, MakeRootfs(context.Background(), dir, "", &log))
+	require.NoError(t, MakeRootfs(context.Background(), dir, "", "", &log))
 	assert.Empty(t, log.String())
 	assert.FileExists(t, filepath.Join(dir, "kept"))
 	assert.True(t, RootfsReady(dir))
@@ -285,7 +288,7 @@ func TestMakeRootfsRemovesOnlyItsOwn(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "debootstrap"), []byte("#!/bin/sh\n"), 0o755))
 	fakeRootfsTools(t, func(string) error { return errors.New("debootstrap ran") })
 	var log bytes.Buffer
-	err := MakeRootfs(context.Background(), dir, "", &log)
+	err := MakeRootfs(context.Background(), dir, "", "", &log)
 	require.ErrorContains(t, err, "a directory that lab rootfs did not make")
 	assert.FileExists(t, filepath.Join(dir, "debootstrap"))
 	assert.Empty(t, log.String())
@@ -305,6 +308,8 @@ func fakeRootfsTools(t *testing.T, debootstrap func(target string) error) {
 			return nil, debootstrap(args[slices.Index(args, Suite)+1])
 		case "chroot":
 			return nil, nil
+		case "tar": // the cache's: the real one
+			return exec.Command(name, args...).CombinedOutput()
 		}
 		return nil, fmt.Errorf("unexpected %s", name)
 	}
@@ -322,7 +327,7 @@ func TestRootfsMarkerBeforeDebootstrap(t *testing.T) {
 			require.NoError(t, os.MkdirAll(filepath.Join(target, "debootstrap"), 0o755))
 			return errors.New("E: Couldn't download packages")
 		})
-		require.ErrorContains(t, MakeRootfs(context.Background(), dir, "http://deb.debian.org/debian", io.Discard), "debootstrap: E: Couldn't download packages")
+		require.ErrorContains(t, MakeRootfs(context.Background(), dir, "http://deb.debian.org/debian", "", io.Discard), "debootstrap: E: Couldn't download packages")
 		assert.NoError(t, CheckRootfsDir(dir), "a debootstrap that stopped leaves a directory lab rootfs takes again")
 		assert.False(t, RootfsReady(dir))
 	})
@@ -332,7 +337,7 @@ func TestRootfsMarkerBeforeDebootstrap(t *testing.T) {
 			assert.FileExists(t, filepath.Join(target, rootfsMaking), "the marker is there before debootstrap runs")
 			return os.MkdirAll(filepath.Join(target, "usr"), 0o755)
 		})
-		require.NoError(t, MakeRootfs(context.Background(), dir, "http://deb.debian.org/debian", io.Discard))
+		require.NoError(t, MakeRootfs(context.Background(), dir, "http://deb.debian.org/debian", "", io.Discard))
 		assert.True(t, RootfsReady(dir))
 		assert.NoFileExists(t, filepath.Join(dir, rootfsMaking))
 		assert.NoError(t, CheckRootfsDir(dir))
@@ -340,4 +345,60 @@ func TestRootfsMarkerBeforeDebootstrap(t *testing.T) {
 	kicbase, err := os.ReadFile("kicbase.go")
 	require.NoError(t, err)
 	assert.Contains(t, string(kicbase), `"--exclude=./"+rootfsMaking`, "the base image leaves the marker out")
+}
+
+// A root file system made is kept in the cache, and the next one of the same recipe and mirror
+// (a new clone's) is unpacked from there, without debootstrap; a copy older than a week, or
+// with another mirror, is made anew; no cache, no copy.
+func TestRootfsCache(t *testing.T) {
+	const mirror = "http://deb.debian.org/debian"
+	debootstraps := 0
+	fakeRootfsTools(t, func(target string) error {
+		debootstraps++
+		if err := os.MkdirAll(filepath.Join(target, "usr", "bin"), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(target, "usr", "bin", "made"), []byte(strconv.Itoa(debootstraps)), 0o755)
+	})
+	cache := filepath.Join(t.TempDir(), "cache")
+	made := func(t *testing.T, mirror, cache string) (log string, which string) {
+		t.Helper()
+		dir := filepath.Join(t.TempDir(), "rootfs")
+		var b bytes.Buffer
+		require.NoError(t, MakeRootfs(context.Background(), dir, mirror, cache, &b))
+		require.True(t, RootfsReady(dir))
+		assert.NoFileExists(t, filepath.Join(dir, rootfsMaking))
+		data, err := os.ReadFile(filepath.Join(dir, "usr", "bin", "made"))
+		require.NoError(t, err)
+		return b.String(), string(data)
+	}
+
+	log, which := made(t, mirror, cache)
+	assert.Equal(t, "1", which)
+	assert.Contains(t, log, "Root file system made in")
+	archives, err := filepath.Glob(filepath.Join(cache, Suite+"-*.tar"))
+	require.NoError(t, err)
+	require.Len(t, archives, 1, "one copy kept")
+	tmp, err := filepath.Glob(filepath.Join(cache, ".rootfs-*"))
+	require.NoError(t, err)
+	assert.Empty(t, tmp, "no half-written copy left")
+
+	log, which = made(t, mirror, cache)
+	assert.Equal(t, "1", which, "the copy, unpacked")
+	assert.Equal(t, 1, debootstraps, "no debootstrap")
+	assert.Contains(t, log, "Root file system from the cache "+archives[0])
+
+	_, which = made(t, "http://other.example/debian", cache)
+	assert.Equal(t, "2", which, "another mirror: made anew")
+
+	old := time.Now().Add(-RootfsCacheAge - time.Hour)
+	require.NoError(t, os.Chtimes(archives[0], old, old))
+	_, which = made(t, mirror, cache)
+	assert.Equal(t, "3", which, "a copy older than a week: made anew")
+	_, which = made(t, mirror, cache)
+	assert.Equal(t, "3", which, "and kept again")
+
+	before := debootstraps
+	_, which = made(t, mirror, "")
+	assert.Equal(t, strconv.Itoa(before+1), which, "no cache: debootstrap")
 }
