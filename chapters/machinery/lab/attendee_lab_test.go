@@ -22,10 +22,9 @@ import (
 // about root), builds a chapter with the machine's warm Go caches — a link, not a compile
 // of the kubelet's packages — and deletes the cluster as a reader does; the lab then stops,
 // and nothing of the attendee or the lab is left on this machine (one of the ends
-// TestLabLeavesNothing names; it runs beside them, each lab in namespaces of its own).
+// TestLabLeavesNothing names).
 func TestLabAsAttendee(t *testing.T) {
 	tier.Require(t, labtest.Tier, errors.Join(labtest.Requirements(), lab.AttendeeRequirements()))
-	t.Parallel()
 	root, err := labtest.Root()
 	require.NoError(t, err)
 	before := lab.TakeTrace()
