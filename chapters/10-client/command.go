@@ -46,7 +46,8 @@ func (o *clientOptions) run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("kubeconfig: %w", err)
 	}
-	client, err := kubeletclient.New(apiserver, kubeletclient.Options{Via: kubeletclient.Via(o.via)})
+	client, err := kubeletclient.New(apiserver, kubeletclient.Options{Via: kubeletclient.Via(o.via),
+		Names: kubeletclient.Names{"Via": "--via"}})
 	if err != nil {
 		return err
 	}

@@ -118,6 +118,7 @@ func (o *clientOptions) complete(flags *pflag.FlagSet) error {
 	}
 	o.opts.AddressTypes = types
 	o.opts.Auth, o.opts.Via = kubeletclient.AuthMode(o.auth), kubeletclient.Via(o.via)
+	o.opts.Names = flagNames
 	switch o.opts.Via {
 	case kubeletclient.ViaKubelet, kubeletclient.ViaAPIServer, kubeletclient.ViaAuto:
 	default:
@@ -166,7 +167,7 @@ func (o *clientOptions) complete(flags *pflag.FlagSet) error {
 	if !flags.Changed("service-account") {
 		o.opts.ServiceAccount = "" // the library's default, and no "ignored" complaint from it
 	} else if _, _, err := kubeletclient.ParseServiceAccount(o.opts.ServiceAccount); err != nil {
-		return err // before any request: it becomes a path of the TokenRequest
+		return fmt.Errorf("--service-account %w", err) // before any request: it becomes a path of the TokenRequest
 	}
 	return nil
 }
@@ -485,4 +486,21 @@ func redact(err error) error {
 		return errors.New(s)
 	}
 	return err
+}
+
+// flagNames are this program's flags for the settings the library's errors advise changing, so
+// that its errors name what a reader types here (the library, lifted into an agent, names its
+// Options' fields).
+var flagNames = kubeletclient.Names{
+	"AddressTypes":                        "--kubelet-preferred-address-types",
+	"KubeletPort":                         "--kubelet-port",
+	"TLSServerName":                       "--kubelet-tls-server-name",
+	"Auth":                                "--auth",
+	"TokenFile":                           "--token-file",
+	"ServiceAccount":                      "--service-account",
+	"KubeletCAFile":                       "--kubelet-ca-file",
+	"InsecureSkipTLSVerify":               "--insecure-skip-tls-verify",
+	"AllowCredentialsToUnverifiedKubelet": "--allow-credentials-to-unverified-kubelet",
+	"Via":                                 "--via",
+	"KubeletURL":                          "--kubelet-url",
 }

@@ -80,8 +80,8 @@ func (c *Client) resolveAuth(cfg *rest.Config, apiserver *rest.Config) (credenti
 		case apiserver != nil:
 			mode = AuthServiceAccount
 		default:
-			return credentials{}, errors.New("no credentials for the kubelet: give --token-file, run in a pod with a " +
-				"ServiceAccount token, use a kubeconfig (a token is then requested for " + o.ServiceAccount + "), or --auth=none")
+			return credentials{}, errors.New("no credentials for the kubelet: give " + o.Names.name("TokenFile") + ", run in a pod with a " +
+				"ServiceAccount token, use a kubeconfig (a token is then requested for " + o.ServiceAccount + "), or " + o.Names.set("Auth", "none"))
 		}
 	}
 	switch mode {
@@ -96,13 +96,13 @@ func (c *Client) resolveAuth(cfg *rest.Config, apiserver *rest.Config) (credenti
 		return credentials{mode, "bearer token from " + o.TokenFile}, nil
 	case AuthServiceAccount:
 		if apiserver == nil {
-			return credentials{}, errors.New("--auth=serviceaccount asks the apiserver for a token, and needs a kubeconfig")
+			return credentials{}, errors.New(o.Names.set("Auth", "serviceaccount") + " asks the apiserver for a token, and needs a kubeconfig")
 		}
 		namespace, name, err := ParseServiceAccount(o.ServiceAccount)
 		if err != nil {
-			return credentials{}, err
+			return credentials{}, fmt.Errorf("%s %w", o.Names.name("ServiceAccount"), err)
 		}
-		minted, err := newMintedToken(apiserver, namespace, name, o.Timeout)
+		minted, err := newMintedToken(apiserver, namespace, name, o.Timeout, o.Names)
 		if err != nil {
 			return credentials{}, err
 		}
@@ -111,21 +111,21 @@ func (c *Client) resolveAuth(cfg *rest.Config, apiserver *rest.Config) (credenti
 		return credentials{mode, fmt.Sprintf("a %s token of the ServiceAccount %s (TokenRequest)", ServiceAccountTokenTTL, o.ServiceAccount)}, nil
 	case AuthKubeconfig:
 		if apiserver == nil {
-			return credentials{}, errors.New("--auth=kubeconfig needs a kubeconfig")
+			return credentials{}, errors.New(o.Names.set("Auth", "kubeconfig") + " needs a kubeconfig")
 		}
 		cfg.Username, cfg.Password = apiserver.Username, apiserver.Password
 		cfg.BearerToken, cfg.BearerTokenFile = apiserver.BearerToken, apiserver.BearerTokenFile
 		cfg.CertFile, cfg.KeyFile = apiserver.CertFile, apiserver.KeyFile
 		cfg.CertData, cfg.KeyData = apiserver.CertData, apiserver.KeyData
 		cfg.ExecProvider, cfg.AuthProvider = apiserver.ExecProvider, apiserver.AuthProvider
-		return credentials{mode, "the kubeconfig's own credentials (--auth=kubeconfig)"}, nil
+		return credentials{mode, "the kubeconfig's own credentials (" + o.Names.set("Auth", "kubeconfig") + ")"}, nil
 	case AuthNone:
 		if o.TokenFile != "" {
-			return credentials{}, errors.New("--auth=none sends no token: drop --token-file, or use --auth=token")
+			return credentials{}, errors.New(o.Names.set("Auth", "none") + " sends no token: drop " + o.Names.name("TokenFile") + ", or use " + o.Names.set("Auth", "token"))
 		}
 		return credentials{mode, "none (anonymous)"}, nil
 	}
-	return credentials{}, fmt.Errorf("unknown --auth %q: use auto, token, serviceaccount, kubeconfig or none", mode)
+	return credentials{}, fmt.Errorf("unknown %s %q: use auto, token, serviceaccount, kubeconfig or none", o.Names.name("Auth"), mode)
 }
 
 // CredentialsConfig is a configuration for the apiserver that carries the credentials the
@@ -180,13 +180,13 @@ func (c *Client) CredentialsConfig() (*rest.Config, error) {
 func ParseServiceAccount(s string) (namespace, name string, err error) {
 	namespace, name, ok := strings.Cut(s, "/")
 	if !ok || namespace == "" || name == "" {
-		return "", "", fmt.Errorf("--service-account %s: want NAMESPACE/NAME", strconv.Quote(s))
+		return "", "", fmt.Errorf("%s: want NAMESPACE/NAME", strconv.Quote(s))
 	}
 	if errs := apivalidation.ValidateNamespaceName(namespace, false); len(errs) > 0 {
-		return "", "", fmt.Errorf("--service-account %s: the namespace %s is not a namespace's name: %s", strconv.Quote(s), strconv.Quote(namespace), strings.Join(errs, "; "))
+		return "", "", fmt.Errorf("%s: the namespace %s is not a namespace's name: %s", strconv.Quote(s), strconv.Quote(namespace), strings.Join(errs, "; "))
 	}
 	if errs := apivalidation.ValidateServiceAccountName(name, false); len(errs) > 0 {
-		return "", "", fmt.Errorf("--service-account %s: %s is not a ServiceAccount's name: %s", strconv.Quote(s), strconv.Quote(name), strings.Join(errs, "; "))
+		return "", "", fmt.Errorf("%s: %s is not a ServiceAccount's name: %s", strconv.Quote(s), strconv.Quote(name), strings.Join(errs, "; "))
 	}
 	return namespace, name, nil
 }
@@ -213,7 +213,7 @@ type mintedToken struct {
 	expiry time.Time
 }
 
-func newMintedToken(apiserver *rest.Config, namespace, name string, timeout time.Duration) (*mintedToken, error) {
+func newMintedToken(apiserver *rest.Config, namespace, name string, timeout time.Duration, names Names) (*mintedToken, error) {
 	client, err := rest.HTTPClientFor(apiserver)
 	if err != nil {
 		return nil, fmt.Errorf("apiserver transport: %w", err)
@@ -228,7 +228,7 @@ func newMintedToken(apiserver *rest.Config, namespace, name string, timeout time
 		// The answer is the token: over http:// it would cross the network in clear.
 		return nil, &CredentialsRefusedError{
 			Reason: "a TokenRequest for the ServiceAccount " + namespace + "/" + name + " over plain " + base.Scheme + "://" + base.Host + " (its answer, the token, would come back in clear)",
-			Fix:    "point the kubeconfig at the apiserver's https:// address, not at kubectl proxy's; or pass --token-file, or go --via=apiserver",
+			Fix:    "point the kubeconfig at the apiserver's https:// address, not at kubectl proxy's; or pass " + names.name("TokenFile") + ", or go " + names.set("Via", "apiserver"),
 		}
 	}
 	// namespace and name are checked (ParseServiceAccount): path.Join has nothing to clean.
@@ -341,14 +341,16 @@ func (e *CredentialsRefusedError) Error() string {
 // credentials: whatever path a request took (a URL, a redirect, userinfo turned into basic auth
 // by net/http), a request that carries an Authorization header over anything but https is not
 // sent.
-func guardPlainHTTP(rt http.RoundTripper) http.RoundTripper {
-	return &wrapper{base: rt, roundTrip: func(req *http.Request) (*http.Response, error) {
-		if req.URL.Scheme != "https" && (req.Header.Get("Authorization") != "" || req.URL.User != nil) {
-			return nil, &CredentialsRefusedError{Reason: "credentials over plain " + req.URL.Scheme + "://" + req.URL.Host,
-				Fix: "use the secure port (https://), or --auth=none for the read-only port"}
-		}
-		return rt.RoundTrip(req)
-	}}
+func guardPlainHTTP(names Names) func(http.RoundTripper) http.RoundTripper {
+	return func(rt http.RoundTripper) http.RoundTripper {
+		return &wrapper{base: rt, roundTrip: func(req *http.Request) (*http.Response, error) {
+			if req.URL.Scheme != "https" && (req.Header.Get("Authorization") != "" || req.URL.User != nil) {
+				return nil, &CredentialsRefusedError{Reason: "credentials over plain " + req.URL.Scheme + "://" + req.URL.Host,
+					Fix: "use the secure port (https://), or " + names.set("Auth", "none") + " for the read-only port"}
+			}
+			return rt.RoundTrip(req)
+		}}
+	}
 }
 
 // wrapper is a RoundTripper around base. It says what it wraps (utilnet.RoundTripperWrapper),

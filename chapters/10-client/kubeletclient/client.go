@@ -68,7 +68,28 @@ type Options struct {
 	// watch's events are bounded one by one instead); a longer one is an error, never cut.
 	// Default DefaultMaxResponseBytes.
 	MaxResponseBytes int64
+	// Names says how the program calls the settings its errors advise changing (a command's
+	// flags); without it they are named as Options' fields.
+	Names Names
 }
+
+// Names says how the program calls the settings its errors advise changing — a command's flags,
+// {"TokenFile": "--token-file"} — so that its reader is told what to type. A setting left out is
+// named as Options' field ("Options.TokenFile"): what an agent that lifts the package sets.
+// "KubeletURL" is the URL FetchURL and GetURL take.
+type Names map[string]string
+
+func (n Names) name(setting string) string {
+	if name, ok := n[setting]; ok {
+		return name
+	}
+	if setting == "KubeletURL" {
+		return "a kubelet URL (FetchURL)"
+	}
+	return "Options." + setting
+}
+
+func (n Names) set(setting, value string) string { return n.name(setting) + "=" + value }
 
 // Client talks to kubelets, and to the apiserver for discovery and the node proxy.
 type Client struct {
@@ -122,7 +143,7 @@ func New(apiserver *rest.Config, opts Options) (*Client, error) {
 	switch opts.Via {
 	case ViaKubelet, ViaAPIServer, ViaAuto:
 	default:
-		return nil, fmt.Errorf("unknown --via %q: use kubelet, apiserver or auto", opts.Via)
+		return nil, fmt.Errorf("unknown %s %q: use kubelet, apiserver or auto", opts.Names.name("Via"), opts.Via)
 	}
 	c := &Client{opts: opts, apiserverREST: apiserver}
 	if apiserver != nil {
@@ -223,7 +244,7 @@ func (c *Client) kubeletConfig(apiserver *rest.Config) (*rest.Config, error) {
 	o := &c.opts
 	cfg := &rest.Config{UserAgent: "kubelet-walkthrough-client"}
 	// First, so innermost: whatever adds credentials later, this sees the request as it leaves.
-	cfg.WrapTransport = guardPlainHTTP
+	cfg.WrapTransport = guardPlainHTTP(o.Names)
 	dialer := &net.Dialer{Timeout: o.Timeout, KeepAlive: 30 * time.Second}
 	cfg.Dial = func(ctx context.Context, network, address string) (net.Conn, error) {
 		if override, ok := ctx.Value(dialAddressKey{}).(dialAddress); ok && strings.EqualFold(address, override.named) {
@@ -237,17 +258,17 @@ func (c *Client) kubeletConfig(apiserver *rest.Config) (*rest.Config, error) {
 	}
 	c.creds, c.Credentials = creds, creds.describe
 	if o.InsecureSkipTLSVerify && o.KubeletCAFile != "" {
-		return nil, errors.New("--kubelet-ca-file and --insecure-skip-tls-verify contradict each other: keep one")
+		return nil, fmt.Errorf("%s and %s contradict each other: keep one", o.Names.name("KubeletCAFile"), o.Names.name("InsecureSkipTLSVerify"))
 	}
 	if o.InsecureSkipTLSVerify && creds.sends() && !o.AllowCredentialsToUnverifiedKubelet {
 		return nil, &CredentialsRefusedError{
-			Reason: creds.describe + " to a kubelet whose certificate is not checked (--insecure-skip-tls-verify)",
-			Fix: "whoever answers at that address would get them. Verify instead (--kubelet-ca-file, --kubelet-tls-server-name=Hostname), " +
-				"go --via=apiserver, use --auth=none, or accept the risk with --allow-credentials-to-unverified-kubelet",
+			Reason: creds.describe + " to a kubelet whose certificate is not checked (" + o.Names.name("InsecureSkipTLSVerify") + ")",
+			Fix: "whoever answers at that address would get them. Verify instead (" + o.Names.name("KubeletCAFile") + ", " + o.Names.set("TLSServerName", "Hostname") + "), " +
+				"go " + o.Names.set("Via", "apiserver") + ", use " + o.Names.set("Auth", "none") + ", or accept the risk with " + o.Names.name("AllowCredentialsToUnverifiedKubelet"),
 		}
 	}
 	if !o.InsecureSkipTLSVerify && o.AllowCredentialsToUnverifiedKubelet {
-		return nil, errors.New("--allow-credentials-to-unverified-kubelet only matters with --insecure-skip-tls-verify: drop it")
+		return nil, fmt.Errorf("%s only matters with %s: drop it", o.Names.name("AllowCredentialsToUnverifiedKubelet"), o.Names.name("InsecureSkipTLSVerify"))
 	}
 	saCA := filepath.Join(o.ServiceAccountDir, "ca.crt")
 	switch {
@@ -290,7 +311,7 @@ type Result struct {
 // Node reads one Node from the apiserver (or from the informer, once WatchNodes runs).
 func (c *Client) Node(ctx context.Context, name string) (*corev1.Node, error) {
 	if c.nodes == nil {
-		return nil, errors.New("finding a node's kubelet needs a kubeconfig (or --kubelet-url)")
+		return nil, fmt.Errorf("finding a node's kubelet needs a kubeconfig (or %s)", c.opts.Names.name("KubeletURL"))
 	}
 	n, err := c.nodes.get(ctx, name)
 	if err != nil {
@@ -320,6 +341,13 @@ func (c *Client) Endpoint(ctx context.Context, node string) (Endpoint, error) {
 // address types and port, and the name its certificate is checked for (Options.TLSServerName).
 func (c *Client) EndpointOf(n *corev1.Node) (Endpoint, error) {
 	e, err := EndpointFor(n, c.opts.AddressTypes, c.opts.KubeletPort)
+	var noAddress *NoAddressError
+	if errors.As(err, &noAddress) {
+		noAddress.Setting = c.opts.Names.name("AddressTypes")
+	}
+	if e.PortFrom == portGiven {
+		e.PortFrom = c.opts.Names.name("KubeletPort")
+	}
 	if err != nil || c.opts.TLSServerName == "" {
 		return e, err
 	}
@@ -333,7 +361,7 @@ func (c *Client) EndpointOf(n *corev1.Node) (Endpoint, error) {
 			return e, nil
 		}
 	}
-	return e, fmt.Errorf("node %s has no %s address to check its kubelet's certificate against (--kubelet-tls-server-name)", n.Name, c.opts.TLSServerName)
+	return e, fmt.Errorf("node %s has no %s address to check its kubelet's certificate against (%s)", n.Name, c.opts.TLSServerName, c.opts.Names.name("TLSServerName"))
 }
 
 // Endpoint is one of the kubelet's read endpoints, and the narrow permission it needs: the
@@ -425,24 +453,24 @@ func (c *Client) fetch(ctx context.Context, base string, ep ReadEndpoint, server
 	target := strings.TrimSuffix(base, "/") + "/" + ep.Path
 	r := Result{Via: "kubelet", URL: RedactURL(target)}
 	if c.kubelet == nil {
-		r.Err = errors.New("this client goes through the apiserver (--via=apiserver); it asks no kubelet directly")
+		r.Err = fmt.Errorf("this client goes through the apiserver (%s); it asks no kubelet directly", c.opts.Names.set("Via", "apiserver"))
 		return r
 	}
 	u, err := url.Parse(target)
 	switch {
 	case err != nil && r.URL != target:
 		// net/url's error quotes the URL, user info and all.
-		r.Err = fmt.Errorf("the kubelet URL %s is not a valid URL, and holds credentials (user info): the kubelet takes none that way; use --token-file", RedactURL(base))
+		r.Err = fmt.Errorf("the kubelet URL %s is not a valid URL, and holds credentials (user info): the kubelet takes none that way; use %s", RedactURL(base), c.opts.Names.name("TokenFile"))
 		return r
 	case err != nil:
 		r.Err = fmt.Errorf("kubelet URL %s: %w", base, err)
 		return r
 	case u.User != nil, r.URL != target:
-		r.Err = fmt.Errorf("the kubelet URL %s holds credentials (user info): the kubelet takes none that way; use --token-file", r.URL)
+		r.Err = fmt.Errorf("the kubelet URL %s holds credentials (user info): the kubelet takes none that way; use %s", r.URL, c.opts.Names.name("TokenFile"))
 		return r
 	case u.Scheme == "http" && c.creds.sends():
 		r.Err = &CredentialsRefusedError{Reason: c.creds.describe + " over plain http://" + u.Host,
-			Fix: "anyone on the path could read and replay it. http:// is the read-only port, which takes no credentials: add --auth=none; " +
+			Fix: "anyone on the path could read and replay it. http:// is the read-only port, which takes no credentials: add " + c.opts.Names.set("Auth", "none") + "; " +
 				"for the secure port use https:// (usually port 10250)"}
 		return r
 	case u.Scheme != "http" && u.Scheme != "https":

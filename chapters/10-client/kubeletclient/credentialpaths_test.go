@@ -142,7 +142,7 @@ func TestServiceAccountNamesAreChecked(t *testing.T) {
 			assert.Contains(t, err.Error(), tt.wantErr)
 			assert.NotContains(t, err.Error(), "\x1b", "the reader's own text is quoted too")
 			require.Error(t, newErr)
-			assert.Equal(t, err.Error(), newErr.Error())
+			assert.Equal(t, "Options.ServiceAccount "+err.Error(), newErr.Error())
 		})
 	}
 	assert.Empty(t, apiserver.requests(), "New sends nothing, and a bad name never became a request")

@@ -104,7 +104,7 @@ func EndpointFor(node *corev1.Node, types []corev1.NodeAddressType, portOverride
 	}
 	switch {
 	case portOverride > 0:
-		e.Port, e.PortFrom = portOverride, "--kubelet-port"
+		e.Port, e.PortFrom = portOverride, portGiven
 	case node.Status.DaemonEndpoints.KubeletEndpoint.Port > 0:
 		e.Port, e.PortFrom = int(node.Status.DaemonEndpoints.KubeletEndpoint.Port), "daemonEndpoints"
 	default:
@@ -113,16 +113,26 @@ func EndpointFor(node *corev1.Node, types []corev1.NodeAddressType, portOverride
 	return e, nil
 }
 
+// portGiven is Endpoint.PortFrom for the port EndpointFor was given (a Client names it as its
+// Options.Names do).
+const portGiven = "Options.KubeletPort"
+
 // NoAddressError says a node has no address of the preferred types.
 type NoAddressError struct {
 	Node  string
 	Types []corev1.NodeAddressType
 	Have  []string
+	// Setting names the setting that chooses the types (default Options.AddressTypes).
+	Setting string
 }
 
 func (e *NoAddressError) Error() string {
-	return fmt.Sprintf("node %s has no address of type %v (it has: %s); choose others with --kubelet-preferred-address-types",
-		e.Node, e.Types, strings.Join(e.Have, ", "))
+	setting := e.Setting
+	if setting == "" {
+		setting = Names(nil).name("AddressTypes")
+	}
+	return fmt.Sprintf("node %s has no address of type %v (it has: %s); choose others with %s",
+		e.Node, e.Types, strings.Join(e.Have, ", "), setting)
 }
 
 // isAddressType says whether name is a node address type (Hostname, InternalIP, …) rather
