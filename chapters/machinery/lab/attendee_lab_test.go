@@ -63,7 +63,9 @@ func TestLabAsAttendee(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	took := time.Since(begin)
 	t.Logf("go build ./chapters/04-runkubelet as the attendee: %s", took.Round(100*time.Millisecond))
-	assert.Less(t, took, 2*time.Minute, "a link, not a compile of the kubelet's packages (minutes)")
+	// A compile of the kubelet's packages takes about 7 minutes on 2 cores; a link, seconds
+	// alone and over a minute beside make test's other tests.
+	assert.Less(t, took, 3*time.Minute, "a link, not a compile of the kubelet's packages")
 
 	// `minikube delete`, then the lab stops.
 	out, err = c.Output(ctx, "minikube", "delete")
