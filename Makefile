@@ -71,7 +71,7 @@ debug-%: dlv ## Serve one chapter in a headless Delve on DEBUG_ADDR for an edito
 ##@ Test
 
 # make test's stages, in order; .ci/stages prints how long each took.
-TEST_STAGES := prerequisites test-node-components+verify+verify-notes test-lab+test-unit test-rehearsal+test-race test-readmes
+TEST_STAGES := prerequisites test-node-components+verify+verify-notes test-unit test-lab test-rehearsal+test-race test-readmes
 
 .PHONY: test
 test: ## Everything CI checks (.ci/run calls this), stage by stage, with a time summary at the end.
@@ -104,7 +104,7 @@ CROSS_TARGETS  := darwin/arm64 windows/amd64
 verify-platforms: ## Type-check for macOS (darwin/arm64) and Windows (windows/amd64), from source, every chapter that runs there (CROSS_PLATFORM).
 	$(GO) run ./chapters/machinery/repocheck/typecheck $(CROSS_TARGETS:%=--platform %) $(CROSS_PLATFORM:%=./%)
 
-# The lab's packages each start minikube: a stage of their own (test-lab), run beside test-unit while its clusters wait.
+# The lab's packages each start minikube: a stage of their own (test-lab), after test-unit (beside it: no faster, .ci/README.md).
 LAB_PKGS    := chapters/machinery/lab chapters/machinery/e2e/clientnode
 UNIT_PKGS    = $(filter-out $(LAB_PKGS:%=$(shell $(GO) list -m)/%),$(shell $(GO) list ./...))
 
