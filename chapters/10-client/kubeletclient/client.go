@@ -147,7 +147,7 @@ func New(apiserver *rest.Config, opts Options) (*Client, error) {
 	}
 	c := &Client{opts: opts, apiserverREST: apiserver}
 	if apiserver != nil {
-		cs, err := apiserverClient(withTimeout(apiserver, opts.Timeout), opts.MaxResponseBytes)
+		cs, err := NewAPIServerClient(withTimeout(apiserver, opts.Timeout), opts.MaxResponseBytes)
 		if err != nil {
 			return nil, err
 		}
@@ -194,14 +194,19 @@ func (c *Client) APIServer() kubernetes.Interface { return c.apiserver }
 // name — or nil with ViaAPIServer.
 func (c *Client) KubeletConfig() *rest.Config { return c.kubeletREST }
 
-// apiserverClient is a clientset that follows no redirect. The apiserver's node proxy passes a
-// kubelet's redirect on, to another host unchanged
+// NewAPIServerClient is a clientset for the apiserver that follows no redirect and reads no answer
+// past maxBytes (0: DefaultMaxResponseBytes, limitBodies): the client's own, and one for a program
+// that reads the node proxy (GET /api/v1/nodes/NAME/proxy/...) with the kubeconfig's credentials.
+// The apiserver's node proxy passes a kubelet's redirect on, to another host unchanged
 // (staging/src/k8s.io/apimachinery/pkg/util/proxy/transport.go#L113 (resp.Header.Set("Location", t.rewriteURL(targetURL, req.URL, req.Host)))),
 // and client-go's transport adds the kubeconfig's credentials to every request it sends, a
 // redirected one too: followed, the redirect would carry them wherever the kubelet — or whatever
 // answers the apiserver at the node's address — says, http:// included. No request of this
-// client to the apiserver expects a redirect. No answer is read past maxBytes (limitBodies).
-func apiserverClient(cfg *rest.Config, maxBytes int64) (*kubernetes.Clientset, error) {
+// client to the apiserver expects a redirect.
+func NewAPIServerClient(cfg *rest.Config, maxBytes int64) (*kubernetes.Clientset, error) {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxResponseBytes
+	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(limitBodies(maxBytes))
 	httpClient, err := rest.HTTPClientFor(cfg)
@@ -210,16 +215,6 @@ func apiserverClient(cfg *rest.Config, maxBytes int64) (*kubernetes.Clientset, e
 	}
 	httpClient.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return kubernetes.NewForConfigAndClient(cfg, httpClient)
-}
-
-// NewAPIServerClient is a clientset for the apiserver that, as this client's own, follows no
-// redirect and reads no answer past maxBytes (0: DefaultMaxResponseBytes): for a program that
-// reads the node proxy (GET /api/v1/nodes/NAME/proxy/...) with the kubeconfig's credentials.
-func NewAPIServerClient(cfg *rest.Config, maxBytes int64) (*kubernetes.Clientset, error) {
-	if maxBytes <= 0 {
-		maxBytes = DefaultMaxResponseBytes
-	}
-	return apiserverClient(cfg, maxBytes)
 }
 
 func withTimeout(c *rest.Config, timeout time.Duration) *rest.Config {

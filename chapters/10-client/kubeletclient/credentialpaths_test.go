@@ -353,6 +353,7 @@ func TestPrintable(t *testing.T) {
 		{"line\nnext\tcell\r", "line\nnext\tcell\\r", true},
 		{"\u009b2J", `\u009b2J`, false},
 		{"bad \xff byte", `bad \xff byte`, false},
+		{"replacement \ufffd kept, \xef\xbf cut", "replacement \ufffd kept, \\xef\\xbf cut", false},
 		{"rtl \u202e override", `rtl \u202e override`, false},
 	}
 	for _, tt := range tests {

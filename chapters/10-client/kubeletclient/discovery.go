@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -43,19 +44,12 @@ func ParseAddressTypes(list string) ([]corev1.NodeAddressType, error) {
 	var types []corev1.NodeAddressType
 	for _, name := range strings.Split(list, ",") {
 		name = strings.TrimSpace(name)
-		known := false
-		for _, t := range DefaultAddressTypes {
-			if strings.EqualFold(name, string(t)) {
-				types, known = append(types, t), true
-			}
+		i := slices.IndexFunc(DefaultAddressTypes, func(t corev1.NodeAddressType) bool { return strings.EqualFold(name, string(t)) })
+		if i < 0 {
+			known := strings.ReplaceAll(strings.Trim(fmt.Sprint(DefaultAddressTypes), "[]"), " ", ", ") // no type holds a space
+			return nil, fmt.Errorf("unknown node address type %q: use one or more of %s", name, known)
 		}
-		if !known {
-			valid := make([]string, len(DefaultAddressTypes))
-			for i, t := range DefaultAddressTypes {
-				valid[i] = string(t)
-			}
-			return nil, fmt.Errorf("unknown node address type %q: use one or more of %s", name, strings.Join(valid, ", "))
-		}
+		types = append(types, DefaultAddressTypes[i])
 	}
 	return types, nil
 }
@@ -83,18 +77,13 @@ func (e Endpoint) URL() string {
 // when the node reports none.
 func EndpointFor(node *corev1.Node, types []corev1.NodeAddressType, portOverride int) (Endpoint, error) {
 	e := Endpoint{Node: node.Name}
-	found := false
-	for _, t := range types {
-		for _, a := range node.Status.Addresses {
-			if a.Type == t && a.Address != "" {
-				e.Address, found = a, true
-				break
-			}
+	found := slices.ContainsFunc(types, func(t corev1.NodeAddressType) bool {
+		i := slices.IndexFunc(node.Status.Addresses, func(a corev1.NodeAddress) bool { return a.Type == t && a.Address != "" })
+		if i >= 0 {
+			e.Address = node.Status.Addresses[i]
 		}
-		if found {
-			break
-		}
-	}
+		return i >= 0
+	})
 	if !found {
 		var have []string
 		for _, a := range node.Status.Addresses {
@@ -138,12 +127,7 @@ func (e *NoAddressError) Error() string {
 // isAddressType says whether name is a node address type (Hostname, InternalIP, …) rather
 // than a literal server name.
 func isAddressType(name string) bool {
-	for _, t := range DefaultAddressTypes {
-		if name == string(t) {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(DefaultAddressTypes, corev1.NodeAddressType(name))
 }
 
 // nodeSource is where the client reads Nodes: the apiserver, one request per call

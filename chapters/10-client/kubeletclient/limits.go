@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -80,10 +81,8 @@ func readErrorBody(r io.Reader) (text string, unread bool, err error) {
 	if err != nil {
 		return "", false, err
 	}
-	if int64(len(data)) > maxErrorBodyBytes {
-		return string(data[:maxErrorBodyBytes]), true, nil
-	}
-	return string(data), false, nil
+	unread = int64(len(data)) > maxErrorBodyBytes
+	return string(data[:min(int64(len(data)), maxErrorBodyBytes)]), unread, nil
 }
 
 // limitBodies wraps a transport so that no response body yields more than limit bytes: past it,
@@ -130,41 +129,19 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 // \u009b), so that what a server sends cannot move the cursor, rewrite a line or hide text.
 // Newlines and tabs stay only where keepNewlines says (multi-line hints).
 func Printable(s string, keepNewlines bool) string {
-	if isPrintable(s, keepNewlines) {
-		return s
-	}
 	var b strings.Builder
-	for i, w := 0, 0; i < len(s); i += w {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		w = size
+	for i, r := range s {
 		switch {
-		case r == utf8.RuneError && size == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case keepNewlines && (r == '\n' || r == '\t'):
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			fmt.Fprintf(&b, `\x%02x`, s[i]) // a byte that is not UTF-8
+		case keepNewlines && (r == '\n' || r == '\t'), !unicode.IsControl(r) && !isInvisibleFormat(r):
 			b.WriteRune(r)
-		case unicode.IsControl(r) || isInvisibleFormat(r):
-			q := fmt.Sprintf("%+q", string(r)) // "\x1b", "\u009b"
-			b.WriteString(q[1 : len(q)-1])
 		default:
-			b.WriteRune(r)
+			q := strconv.QuoteRune(r) // '\x1b', '\u009b'
+			b.WriteString(q[1 : len(q)-1])
 		}
 	}
 	return b.String()
-}
-
-func isPrintable(s string, keepNewlines bool) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if keepNewlines && (r == '\n' || r == '\t') {
-			continue
-		}
-		if unicode.IsControl(r) || isInvisibleFormat(r) {
-			return false
-		}
-	}
-	return true
 }
 
 // isInvisibleFormat is a character that changes how a line reads without showing itself: the
