@@ -15,7 +15,11 @@ import (
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/validtable"
 )
 
-func TestMain(m *testing.M) { os.Exit(realkubelet.RunTests(m)) }
+func TestMain(m *testing.M) {
+	code := m.Run()
+	realkubelet.RemoveRootDirs() // what the stopped kubelets' pod workers made again
+	os.Exit(code)
+}
 
 // Every flag is checked before the kubelet starts, with one line naming the flag and the value.
 func TestValidate(t *testing.T) {

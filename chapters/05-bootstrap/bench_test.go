@@ -14,7 +14,11 @@ import (
 )
 
 // The benchmark's kubelets are stopped, not gone: what their pod workers make again is removed last.
-func TestMain(m *testing.M) { os.Exit(realkubelet.RunTests(m)) }
+func TestMain(m *testing.M) {
+	code := m.Run()
+	realkubelet.RemoveRootDirs() // what the stopped kubelets' pod workers made again
+	os.Exit(code)
+}
 
 // BenchmarkNewManifestVisible measures, for the toy and for the real kubelet side by side, the
 // time from a new manifest landing in the static pod directory (an atomic rename, as editors and

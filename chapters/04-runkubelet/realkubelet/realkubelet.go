@@ -350,21 +350,13 @@ var stopped struct {
 // RemoveRootDirs removes once more the root directory of every kubelet this process has
 // stopped: their goroutines, still running, may have made directories there again since Stop
 // removed it (a pod worker's sync makes its pod's). A process that goes on after Stop calls it
-// last, just before it exits: a test package's TestMain after m.Run (RunTests does both).
+// last, just before it exits: a test package's TestMain after m.Run.
 func RemoveRootDirs() {
 	stopped.Lock()
 	defer stopped.Unlock()
 	for _, dir := range stopped.dirs {
 		removeAll(dir)
 	}
-}
-
-// RunTests runs a test package's tests and then RemoveRootDirs; it returns m.Run's exit code.
-// The TestMain of every package whose tests start a kubelet is os.Exit(realkubelet.RunTests(m)).
-func RunTests(m interface{ Run() int }) int {
-	code := m.Run()
-	RemoveRootDirs()
-	return code
 }
 
 // removeAll removes dir, trying again a few times if a pod worker was making a directory in it

@@ -100,7 +100,8 @@ func TestTwoKubeletsInOneProcess(t *testing.T) {
 // goroutines outlive Stop (see RemoveRootDirs). So are the TMPDIRs tests gave kubelets: a stopped
 // kubelet making its root directory again makes them again too.
 func TestMain(m *testing.M) {
-	code := RunTests(m)
+	code := m.Run()
+	RemoveRootDirs()
 	for _, dir := range tmpdirs {
 		_ = os.RemoveAll(dir)
 	}

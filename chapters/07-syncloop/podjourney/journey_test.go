@@ -20,7 +20,11 @@ import (
 )
 
 // The journeys' kubelets are stopped, not gone: what their pod workers make again is removed last.
-func TestMain(m *testing.M) { os.Exit(realkubelet.RunTests(m)) }
+func TestMain(m *testing.M) {
+	code := m.Run()
+	realkubelet.RemoveRootDirs() // what the stopped kubelets' pod workers made again
+	os.Exit(code)
+}
 
 // notePath is the note whose table of steps this package's live run must follow.
 var notePath = repo.Path("notes", "07-syncloop.md")

@@ -8,4 +8,8 @@ import (
 )
 
 // TestMain removes the root directories of the kubelets the package's tests started, last.
-func TestMain(m *testing.M) { os.Exit(realkubelet.RunTests(m)) }
+func TestMain(m *testing.M) {
+	code := m.Run()
+	realkubelet.RemoveRootDirs() // what the stopped kubelets' pod workers made again
+	os.Exit(code)
+}
