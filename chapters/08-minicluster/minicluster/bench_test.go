@@ -40,7 +40,7 @@ func BenchmarkStart(b *testing.B) {
 					b.Fatal(err)
 				}
 				toReady += time.Since(start)
-				if _, err := c.WaitForMirrorPods(ctx, 5*nodes); err != nil {
+				if _, err := c.waitForMirrorPods(ctx, 5*nodes, ""); err != nil {
 					b.Fatal(err)
 				}
 				toMirror += time.Since(start)

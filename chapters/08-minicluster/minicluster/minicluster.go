@@ -27,7 +27,6 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -448,17 +447,13 @@ func ready(node *corev1.Node) bool {
 	return false
 }
 
-// WaitForMirrorPods waits until the apiserver holds at least n mirror pods.
-func (c *Cluster) WaitForMirrorPods(ctx context.Context, n int) ([]corev1.Pod, error) {
-	return c.waitForMirrorPods(ctx, n, "")
-}
-
 // WaitForRunningMirrorPods waits until at least n mirror pods report the phase Running: the
 // kubelet's status manager has written their status through the apiserver.
 func (c *Cluster) WaitForRunningMirrorPods(ctx context.Context, n int) ([]corev1.Pod, error) {
 	return c.waitForMirrorPods(ctx, n, corev1.PodRunning)
 }
 
+// waitForMirrorPods waits until the apiserver holds at least n mirror pods in phase (any phase: "").
 func (c *Cluster) waitForMirrorPods(ctx context.Context, n int, phase corev1.PodPhase) ([]corev1.Pod, error) {
 	var mirrors []corev1.Pod
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -475,23 +470,4 @@ func (c *Cluster) waitForMirrorPods(ctx context.Context, n int, phase corev1.Pod
 		return len(mirrors) >= n, nil
 	})
 	return mirrors, err
-}
-
-// ServiceAccountToken asks the TokenRequest API for a token of namespace/name — what the kubelet
-// projects into a pod — and writes it to a file in dir, for --token-file.
-func (c *Cluster) ServiceAccountToken(ctx context.Context, namespace, name, dir string) (string, error) {
-	var token string
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		tr, err := c.Client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-		if err != nil {
-			return false, nil // the ServiceAccount may be seconds old
-		}
-		token = tr.Status.Token
-		return true, nil
-	})
-	if err != nil {
-		return "", fmt.Errorf("token for %s/%s: %w", namespace, name, err)
-	}
-	path := filepath.Join(dir, namespace+"-"+name+".token")
-	return path, os.WriteFile(path, []byte(token), 0o600)
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/kubeletlog"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/netns"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/repo"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/satoken"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/tier"
 )
 
@@ -154,7 +155,7 @@ func TestNodesRegistered(t *testing.T) {
 // Each static pod of each node has its mirror pod in the apiserver.
 func TestMirrorPods(t *testing.T) {
 	c := cluster(t)
-	mirrors, err := c.WaitForMirrorPods(context.Background(), 2*len(c.Nodes))
+	mirrors, err := c.waitForMirrorPods(context.Background(), 2*len(c.Nodes), "")
 	require.NoError(t, err)
 	var names []string
 	for _, p := range mirrors {
@@ -175,7 +176,7 @@ func TestDeletedMirrorPodComesBack(t *testing.T) {
 	c := cluster(t)
 	ctx := context.Background()
 	name := "web-" + c.Nodes[0].Name
-	_, err := c.WaitForMirrorPods(ctx, 2*len(c.Nodes))
+	_, err := c.waitForMirrorPods(ctx, 2*len(c.Nodes), "")
 	require.NoError(t, err)
 	before, err := c.Client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
 	require.NoError(t, err)
@@ -300,9 +301,5 @@ func serviceAccountToken(t *testing.T, c *Cluster, name string) string {
 	ctx := context.Background()
 	_, err := c.Client.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	path, err := c.ServiceAccountToken(ctx, "default", name, t.TempDir())
-	require.NoError(t, err)
-	token, err := os.ReadFile(path)
-	require.NoError(t, err)
-	return string(token)
+	return satoken.Token(t, c.Client, "default", name)
 }

@@ -6,5 +6,6 @@
 //   - fakecluster: a fake apiserver and fake kubelets that record what reaches them (chapter 10);
 //   - journeynote: chapter 07's printed journey held to the steps notes/07-syncloop.md teaches;
 //   - benchratio: side-by-side benchmarks' ratios, and the `make bench` summary (benchsummary);
-//   - syncbuf: a buffer a running command writes while a test reads it.
+//   - syncbuf: a buffer a running command writes while a test reads it;
+//   - satoken: a ServiceAccount's token from the TokenRequest API, for a test to present to a kubelet.
 package testsupport

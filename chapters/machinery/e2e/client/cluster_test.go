@@ -20,6 +20,7 @@ import (
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-client/kubeletclient"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/netns"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/repo"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/satoken"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/tier"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/examples/kubelet-pods/agent"
 )
@@ -84,9 +85,7 @@ func authorized(t *testing.T, c *minicluster.Cluster, name, subresource string, 
 
 // tokenFile is a ServiceAccount's token in a file, as the kubelet projects it into a pod.
 func tokenFile(t *testing.T, c *minicluster.Cluster, namespace, name string) string {
-	path, err := c.ServiceAccountToken(context.Background(), namespace, name, t.TempDir())
-	require.NoError(t, err)
-	return path
+	return satoken.File(t, c.Client, namespace, name)
 }
 
 func adminConfig(t *testing.T, c *minicluster.Cluster) *rest.Config {
