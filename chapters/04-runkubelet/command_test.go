@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/realkubelet"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/kubeletlog"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/repo"
 )
 
 // podWorkerAfterStop is the chapter's output, and the moment it says it stopped the kubelet it
@@ -42,7 +43,7 @@ func TestRunLeavesNoRootDir(t *testing.T) {
 	require.NoError(t, err)
 	defer closeLog()
 	out := &podWorkerAfterStop{}
-	o := &runOptions{staticPodPath: "../../examples/static-pods", nodeName: realkubelet.DefaultNodeName,
+	o := &runOptions{staticPodPath: repo.Path("examples", "static-pods"), nodeName: realkubelet.DefaultNodeName,
 		kubeletLog: "-", wait: 30 * time.Second, once: true, out: out}
 	require.NoError(t, o.complete())
 	require.NoError(t, o.validate())

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/realkubelet"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/kubeletlog"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/repo"
 )
 
 // The run leaves no root directory behind, also when the real kubelet's pod worker made it again
@@ -45,7 +46,7 @@ func TestRunLeavesNoRootDir(t *testing.T) {
 	}, funcr.Options{Verbosity: 1})
 	ctx := klog.NewContext(context.Background(), logger)
 
-	o := &bootstrapOptions{staticPodPath: "../../examples/static-pods", nodeName: realkubelet.DefaultNodeName,
+	o := &bootstrapOptions{staticPodPath: repo.Path("examples", "static-pods"), nodeName: realkubelet.DefaultNodeName,
 		kubeletLog: "-", wait: 30 * time.Second, once: true, out: io.Discard}
 	require.NoError(t, o.run(ctx, &cobra.Command{}))
 	mu.Lock()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/realkubelet"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/netns"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/repo"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/tier"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -56,7 +57,7 @@ func TestKubectlReachesTheCluster(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 
-	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--static-pod-path", "../../examples/static-pods")
+	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--static-pod-path", repo.Path("examples", "static-pods"))
 	var output lockedBuffer
 	cmd.Stdout, cmd.Stderr = &output, &output
 	cmd.WaitDelay = 10 * time.Second

@@ -31,13 +31,15 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/06-static-pods/staticpods"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/repo"
 )
 
 // The checkers against a fake cluster: what each accepts (every correct form of an answer) and
 // what it refuses (a state that doing nothing leaves, a wrong or guessed answer), and that a FAIL
 // says where to look.
 
-const root = "../../.."
+// root is the repository's root.
+var root = repo.Root()
 
 var now = time.Date(2026, 11, 30, 20, 0, 0, 0, time.UTC)
 

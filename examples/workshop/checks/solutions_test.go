@@ -2,20 +2,20 @@ package checks
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/repo"
 )
 
 // TestReferenceSolutions: each coding exercise's checker fails on the repository's code (the
 // exercise not done) and passes with its reference solution — given to the go command as an
 // overlay, as the rehearsal does, so that nothing of the repository changes. No cluster, no root.
 func TestReferenceSolutions(t *testing.T) {
-	root, err := filepath.Abs("../../..")
-	require.NoError(t, err)
+	root := repo.Root()
 	coding := 0
 	for _, e := range Exercises {
 		if !e.Coding() {

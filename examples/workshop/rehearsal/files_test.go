@@ -14,12 +14,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/repo"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/tier"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/examples/workshop/checks"
 )
 
-// root is the repository's root, from this package's directory.
-const root = "../../.."
+// root is the repository's root.
+var root = repo.Root()
 
 // The files the rehearsal runs, and the sections of INSTRUCTOR.md it runs when.
 const (
