@@ -1,5 +1,5 @@
-// Package chapters holds the checks that span the repository: go.mod against the pinned
-// kubernetes module (make verify-deps), the layout's import rules (TestImportRules), every
+// Package repocheck holds the checks that span the repository: go.mod against the pinned
+// kubernetes module (make verify), the layout's import rules (TestImportRules), every
 // go:linkname against the pinned source (linkname_test.go), README.md's table of where each
 // chapter runs against the Makefile's macOS and Windows builds (platforms_test.go), every
 // side-by-side benchmark reporting its ratio (bench_test.go), and every chapter README's
@@ -90,7 +90,7 @@ func parseGoMod(t *testing.T, path string) *modfile.File {
 	return f
 }
 
-// TestStagingReplaces is `make verify-deps`.
+// TestStagingReplaces is part of `make verify`.
 func TestStagingReplaces(t *testing.T) {
 	ours := parseGoMod(t, filepath.Join("..", "go.mod"))
 	kubernetes := kubernetesGoMod(t, ours)

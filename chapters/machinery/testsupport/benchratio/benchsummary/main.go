@@ -14,5 +14,7 @@ import (
 )
 
 func main() {
-	os.Exit(program.Run(benchratio.NewSummaryCommand()))
+	command := benchratio.NewSummaryCommand()
+	code := program.Run(command)
+	os.Exit(code)
 }
