@@ -1,12 +1,15 @@
 // Package podtable prints pods the way `kubectl get pods` lays them out: upper-case headers,
 // columns padded by cli-runtime's tab writer, ages as kubectl's human durations.
 //
-// It is light on purpose (API types and cli-runtime only) so that the client chapter can use it
-// without pulling in the kubelet: the apiserver's own pod printer (printPod in
-// k8s.io/kubernetes/pkg/printers/internalversion) works on the internal API types and would bring
-// k8s.io/kubernetes into a package a reader lifts into an agent. One table serves every chapter,
-// and TestSummarizeMatchesKubectl holds its READY, STATUS and RESTARTS to that printer's, cell for
-// cell, on the same pods.
+// Its READY, STATUS and RESTARTS are a copy of the apiserver's own pod printer (printPod in
+// k8s.io/kubernetes/pkg/printers/internalversion), not a call to it, because of who prints with
+// it: chapter 10 and the production client (examples/kubelet-pods) import no kubelet code, and
+// printPod would bring k8s.io/kubernetes's internal API groups into the client's build (434
+// packages outside the standard library today, 551 with the printer; go list -deps). Chapters
+// 04, 05 and 08 link the kubelet anyway and could call printPod, on the internal types after a
+// conversion, for 73 packages more; they use this table so that every chapter prints pods alike,
+// with one piece of code. TestSummarizeMatchesKubectl holds the copy to printPod, cell for cell,
+// on the same pods: a change upstream fails it.
 package podtable
 
 import (
@@ -121,15 +124,6 @@ type Summary struct {
 // difference: an empty STATUS becomes "Unknown". now is for the "(5m ago)" of RESTARTS; the
 // zero time leaves it out. A differential test runs both on the same pods.
 func Summarize(pod *v1.Pod, now time.Time) Summary {
-	restarts, restartableInitRestarts := 0, 0
-	total, ready := len(pod.Spec.Containers), 0
-	var lastRestart, lastRestartableInitRestart time.Time
-	later := func(t *time.Time, s *v1.ContainerStatus) {
-		if term := s.LastTerminationState.Terminated; term != nil && t.Before(term.FinishedAt.Time) {
-			*t = term.FinishedAt.Time
-		}
-	}
-
 	reason := string(pod.Status.Phase)
 	if pod.Status.Reason != "" {
 		reason = pod.Status.Reason
@@ -139,90 +133,10 @@ func Summarize(pod *v1.Pod, now time.Time) Summary {
 			reason = v1.PodReasonSchedulingGated
 		}
 	}
-
-	initContainers := map[string]*v1.Container{}
-	for i := range pod.Spec.InitContainers {
-		initContainers[pod.Spec.InitContainers[i].Name] = &pod.Spec.InitContainers[i]
-		if restartable(&pod.Spec.InitContainers[i]) {
-			total++
-		}
-	}
-
-	initializing := false
-	for i := range pod.Status.InitContainerStatuses {
-		c := &pod.Status.InitContainerStatuses[i]
-		restarts += int(c.RestartCount)
-		later(&lastRestart, c)
-		if restartable(initContainers[c.Name]) {
-			restartableInitRestarts += int(c.RestartCount)
-			later(&lastRestartableInitRestart, c)
-		}
-		switch {
-		case c.State.Terminated != nil && c.State.Terminated.ExitCode == 0:
-			continue
-		case restartable(initContainers[c.Name]) && c.Started != nil && *c.Started:
-			if c.Ready {
-				ready++
-			}
-			continue
-		case c.State.Terminated != nil: // initialization failed
-			switch t := c.State.Terminated; {
-			case t.Reason != "":
-				reason = "Init:" + t.Reason
-			case t.Signal != 0:
-				reason = fmt.Sprintf("Init:Signal:%d", t.Signal)
-			default:
-				reason = fmt.Sprintf("Init:ExitCode:%d", t.ExitCode)
-			}
-			initializing = true
-		case c.State.Waiting != nil && c.State.Waiting.Reason != "" && c.State.Waiting.Reason != "PodInitializing":
-			reason = "Init:" + c.State.Waiting.Reason
-			initializing = true
-		default:
-			reason = fmt.Sprintf("Init:%d/%d", i, len(pod.Spec.InitContainers))
-			initializing = true
-		}
-		break
-	}
-
+	t := &tally{total: len(pod.Spec.Containers)}
+	reason, initializing := t.initContainers(pod, reason)
 	if !initializing || conditionTrue(pod, v1.PodInitialized) {
-		restarts, lastRestart = restartableInitRestarts, lastRestartableInitRestart
-		hasRunning, errorReason := false, ""
-		for i := len(pod.Status.ContainerStatuses) - 1; i >= 0; i-- {
-			c := &pod.Status.ContainerStatuses[i]
-			restarts += int(c.RestartCount)
-			later(&lastRestart, c)
-			switch {
-			case c.State.Waiting != nil && c.State.Waiting.Reason != "":
-				reason = c.State.Waiting.Reason
-			case c.State.Terminated != nil:
-				switch t := c.State.Terminated; {
-				case t.Reason != "":
-					reason = t.Reason
-				case t.Signal != 0:
-					reason = fmt.Sprintf("Signal:%d", t.Signal)
-				default:
-					reason = fmt.Sprintf("ExitCode:%d", t.ExitCode)
-				}
-				if c.State.Terminated.ExitCode != 0 {
-					errorReason = reason
-				}
-			case c.Ready && c.State.Running != nil:
-				hasRunning = true
-				ready++
-			}
-		}
-		// Back to "Running" if a container still runs.
-		if reason == "Completed" {
-			switch {
-			case hasRunning && conditionTrue(pod, v1.PodReady):
-				reason = "Running"
-			case errorReason != "":
-				reason = errorReason
-			case hasRunning:
-				reason = "NotReady"
-			}
-		}
+		reason = t.containers(pod, reason)
 	}
 
 	switch {
@@ -235,11 +149,111 @@ func Summarize(pod *v1.Pod, now time.Time) Summary {
 		reason = "Unknown"
 	}
 
-	s := Summary{Ready: fmt.Sprintf("%d/%d", ready, total), Status: reason, Restarts: strconv.Itoa(restarts)}
-	if restarts != 0 && !lastRestart.IsZero() && !now.IsZero() {
-		s.Restarts = fmt.Sprintf("%d (%s ago)", restarts, duration.HumanDuration(now.Sub(lastRestart)))
+	s := Summary{Ready: fmt.Sprintf("%d/%d", t.ready, t.total), Status: reason, Restarts: strconv.Itoa(t.restarts)}
+	if t.restarts != 0 && !t.lastRestart.IsZero() && !now.IsZero() {
+		s.Restarts = fmt.Sprintf("%d (%s ago)", t.restarts, duration.HumanDuration(now.Sub(t.lastRestart)))
 	}
 	return s
+}
+
+// tally is what printPod counts as it walks a pod's containers: READY's two numbers, and the
+// restarts with the time of the last (of all containers, and of the restartable init ones).
+type tally struct {
+	total, ready                         int
+	restarts, restartableInitRestarts    int
+	lastRestart, lastRestartableInitTime time.Time
+}
+
+// later moves *t to the container's last termination, if that is later.
+func later(t *time.Time, s *v1.ContainerStatus) {
+	if term := s.LastTerminationState.Terminated; term != nil && t.Before(term.FinishedAt.Time) {
+		*t = term.FinishedAt.Time
+	}
+}
+
+// initContainers is printPod's first loop: the init containers in order, up to the first that
+// has not completed (Init:N/M, Init:REASON); restartable ones (sidecars) count towards READY.
+func (t *tally) initContainers(pod *v1.Pod, reason string) (string, bool) {
+	spec := map[string]*v1.Container{}
+	for i := range pod.Spec.InitContainers {
+		spec[pod.Spec.InitContainers[i].Name] = &pod.Spec.InitContainers[i]
+		if restartable(&pod.Spec.InitContainers[i]) {
+			t.total++
+		}
+	}
+	for i := range pod.Status.InitContainerStatuses {
+		c := &pod.Status.InitContainerStatuses[i]
+		t.restarts += int(c.RestartCount)
+		later(&t.lastRestart, c)
+		if restartable(spec[c.Name]) {
+			t.restartableInitRestarts += int(c.RestartCount)
+			later(&t.lastRestartableInitTime, c)
+		}
+		switch {
+		case c.State.Terminated != nil && c.State.Terminated.ExitCode == 0:
+			continue
+		case restartable(spec[c.Name]) && c.Started != nil && *c.Started:
+			if c.Ready {
+				t.ready++
+			}
+			continue
+		case c.State.Terminated != nil: // initialization failed
+			return "Init:" + terminated(c.State.Terminated), true
+		case c.State.Waiting != nil && c.State.Waiting.Reason != "" && c.State.Waiting.Reason != "PodInitializing":
+			return "Init:" + c.State.Waiting.Reason, true
+		default:
+			return fmt.Sprintf("Init:%d/%d", i, len(pod.Spec.InitContainers)), true
+		}
+	}
+	return reason, false
+}
+
+// containers is printPod's second loop: the app containers, last first, so that the first
+// container's state is the one left in STATUS; "Completed" turns back into Running or NotReady
+// while a container still runs.
+func (t *tally) containers(pod *v1.Pod, reason string) string {
+	t.restarts, t.lastRestart = t.restartableInitRestarts, t.lastRestartableInitTime
+	hasRunning, errorReason := false, ""
+	for i := len(pod.Status.ContainerStatuses) - 1; i >= 0; i-- {
+		c := &pod.Status.ContainerStatuses[i]
+		t.restarts += int(c.RestartCount)
+		later(&t.lastRestart, c)
+		switch {
+		case c.State.Waiting != nil && c.State.Waiting.Reason != "":
+			reason = c.State.Waiting.Reason
+		case c.State.Terminated != nil:
+			reason = terminated(c.State.Terminated)
+			if c.State.Terminated.ExitCode != 0 {
+				errorReason = reason
+			}
+		case c.Ready && c.State.Running != nil:
+			hasRunning = true
+			t.ready++
+		}
+	}
+	if reason == "Completed" {
+		switch {
+		case hasRunning && conditionTrue(pod, v1.PodReady):
+			reason = "Running"
+		case errorReason != "":
+			reason = errorReason
+		case hasRunning:
+			reason = "NotReady"
+		}
+	}
+	return reason
+}
+
+// terminated is a terminated container's reason, else its signal, else its exit code.
+func terminated(t *v1.ContainerStateTerminated) string {
+	switch {
+	case t.Reason != "":
+		return t.Reason
+	case t.Signal != 0:
+		return fmt.Sprintf("Signal:%d", t.Signal)
+	default:
+		return fmt.Sprintf("ExitCode:%d", t.ExitCode)
+	}
 }
 
 func restartable(c *v1.Container) bool {
@@ -275,7 +289,7 @@ func PodSource(pod *v1.Pod) string {
 	if _, ok := pod.Annotations[v1.MirrorPodAnnotationKey]; ok {
 		return "mirror"
 	}
-	if src, ok := pod.Annotations["kubernetes.io/config.source"]; ok {
+	if src, ok := pod.Annotations["kubernetes.io/config.source"]; ok { // kubetypes.ConfigSourceAnnotationKey, not imported: see the package comment
 		return src
 	}
 	return "api"
