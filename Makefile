@@ -64,7 +64,7 @@ debug-chain: dlv ## Stop the real kubelet at every step of its startup chain in 
 
 debug-%: dlv ## Serve one chapter in a headless Delve on DEBUG_ADDR for an editor to attach: make debug-04-runkubelet ARGS=--once.
 	@test -d chapters/$* || { echo "no chapter $* (have: $(CHAPTERS))"; exit 1; }
-	@case '$(DEBUG_ADDR)' in unix:*) d='$(dir $(DEBUG_ADDR:unix:%=%))'; [ -d "$$d" ] || mkdir -p -m 700 "$$d"; [ -z "$$(find "$$d" -maxdepth 0 \( -perm -040 -o -perm -020 -o -perm -010 -o -perm -004 -o -perm -002 -o -perm -001 \))" ] || { echo "error: $$d: other users can open it, and the socket in it (name a directory only you can open)"; exit 1; };; esac
+	@case '$(DEBUG_ADDR)' in unix:*) .ci/private-dir '$(dir $(DEBUG_ADDR:unix:%=%))';; esac
 	@echo "Delve builds chapters/$* and waits on $(DEBUG_ADDR): attach your editor (\"Attach to make debug\") or run $(BIN)/dlv connect $(DEBUG_ADDR)."
 	@$(BIN)/dlv debug ./chapters/$* --headless --api-version=2 --accept-multiclient --listen=$(DEBUG_ADDR) --build-flags="$(DEBUG_BUILD_FLAGS)" -- $(ARGS)
 
@@ -88,8 +88,7 @@ README_RUNS ?= 1
 
 .PHONY: verify
 verify: verify-platforms ## Static gates: gofmt, go mod tidy, go vet, pinned staging modules, the layout's import rules, the macOS and Windows builds.
-	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
-	  if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
+	@.ci/gofmt-check
 	$(GO) mod tidy -diff
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout $(TIMEOUT) -run '^(TestStagingReplaces|TestImportRules|TestImportProblems|TestPlatforms|TestPlatformProblems|TestSideBySideBenchmarksReportRatios|TestLayout|TestMarkdownLinks|TestMainShape)$$' ./chapters/machinery/repocheck/
@@ -126,13 +125,8 @@ test-race: ## go test -race on our concurrent code (not the packages that start 
 
 .PHONY: test-node-components
 test-node-components: ## Build the lab (real minikube, its base image and cache) when this machine can run it (root); say why not otherwise.
-	@if [ "$$(id -u)" = 0 ]; then \
-	  $(MAKE) --no-print-directory node-components minikube lab; \
-	elif [ "$${CI:-}" = true ]; then \
-	  echo "CI=true: the lab's tier (chapter 11, the client's node tests, the workshop's rehearsal) needs root (a Docker engine in namespaces of its own, debootstrap)"; exit 1; \
-	else \
-	  echo "Skipped: the lab (chapter 11, the client's node tests and the workshop's rehearsal skip too): it needs root — sudo -E make test runs it."; \
-	fi
+	@.ci/as-root "the lab (chapter 11, the client's node tests, the workshop's rehearsal: a Docker engine in namespaces of its own, debootstrap)" \
+	  $(MAKE) --no-print-directory node-components minikube lab
 
 .PHONY: test-readmes
 test-readmes: ## Run every chapter README's commands and compare their output: as this host, as the other cgroup version's host, and with Docker Engine running (.ci/readmes).
