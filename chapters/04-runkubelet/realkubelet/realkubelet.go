@@ -1,35 +1,19 @@
-// Package realkubelet starts the real k8s.io/kubernetes kubelet inside the calling process.
+// Package realkubelet starts the real k8s.io/kubernetes kubelet inside the calling process,
+// through the door the kubelet binary takes after flag parsing (app.RunKubelet), with what a
+// laptop lacks — a container runtime, cAdvisor, cgroups — taken from kubemark's hollow node.
+// notes/04-runkubelet.md follows the source; what a caller must know is here.
 //
-// It goes through the same door as the kubelet binary after flag parsing: app.RunKubelet
-// (cmd/kubelet/app/server.go), which calls createAndInitKubelet → kubelet.NewMainKubelet →
-// BirthCry → StartGarbageCollection and then startKubelet, which starts the sync loop and the
-// HTTP servers. What it does not have on a laptop — a container runtime, cAdvisor, cgroups —
-// it takes from k8s.io/kubernetes/pkg/kubemark, the way a kubemark "hollow node" does:
+// The secure port runs only with Webhook (anonymous requests refused): it serves /logs/ (this
+// machine's /var/log, with this process's rights), /debug/pprof and PUT /debug/flags/v, so its
+// TLS options and authentication, which kubemark leaves out, are added (app.InitializeTLS,
+// app.BuildAuth). The read-only port, which serves none of those, listens on loopback unless
+// Address says otherwise.
 //
-//   - kubemark.GetHollowKubeletConfig for flags and configuration,
-//   - kubemark.NewHollowKubelet for the dependencies: cAdvisor's testing.Fake,
-//     cm.NewStubContainerManager and a fake CRI runtime (k8s.io/cri-client/pkg/fake) served
-//     over a unix socket, so the kubelet really talks gRPC to a "runtime".
-//
-// Two things kubemark leaves out are added here, because without them the secure port serves
-// plain HTTP to anyone: KubeletDeps.TLSOptions from app.InitializeTLS, and KubeletDeps.Auth
-// from app.BuildAuth (whose CA-reload function is run too). The secure port also serves
-// /logs/ (this machine's /var/log, read with this process's rights), /debug/pprof and
-// PUT /debug/flags/v, so it runs only when it asks who is calling: with Webhook, anonymous
-// requests refused. Without Webhook it is off; the read-only port, which serves none of those
-// (its server is made without a configuration, so debugging handlers are off), is the
-// unauthenticated one, on loopback unless Address says otherwise.
-//
-// Known limit of v1.37.2: the kubelet's HTTP servers do not watch the context
-// (pkg/kubelet/server/server.go, ListenAndServeKubeletServer), so after Stop the ports stay
-// bound until the process exits; Stop cancels the kubelet's context, stops the fake runtime and
-// removes the temporary directories. A listen failure makes the kubelet call os.Exit(1), so
-// ports are chosen here, once per process, never handed out twice, and a port asked for is
-// tried first; should the kubelet end the process anyway, its last log line is told on the
-// terminal and its files removed first (lastwords.go). Nor does the sync loop
-// watch the context (pkg/kubelet/kubelet.go, syncLoopIteration): a stopped kubelet's pod
-// workers go on syncing until the process exits, and each sync makes its pod's directories
-// again. A process that goes on after Stop — a test binary — calls RemoveRootDirs last.
+// Known limits of v1.37.2: after Stop the HTTP servers keep their ports until the process exits
+// (so ports are chosen here, once per process, never handed out twice), a listen failure makes the
+// kubelet call os.Exit(1) (its last log line is then told on the terminal and its files removed
+// first: lastwords.go), and the pod workers go on syncing, making their pods' directories again —
+// a process that goes on after Stop calls RemoveRootDirs last.
 package realkubelet
 
 import (
