@@ -24,6 +24,7 @@ import (
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/lab/labtest"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/netns"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/journeynote"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/repo"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/syncbuf"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/tier"
 )
@@ -467,7 +468,12 @@ func readmes(t *testing.T) []string {
 // directory (10-client, kubelet-pods). `make update-golden` (go test -run TestChapterREADMEs
 // ./chapters/ -update) rewrites the samples this kind of host shows.
 func TestChapterREADMEs(t *testing.T) {
-	b := &builds{dir: t.TempDir(), bins: map[string]string{}}
+	// The programs go to .bin/readmes, not a temporary directory: go build then links only what
+	// changed — between make test-readmes' legs, which run the same chapters as other hosts (the
+	// first leg, alone, builds them), and between runs. A link of a kubelet chapter is 10–20 s of CPU.
+	dir := repo.Path(".bin", "readmes")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	b := &builds{dir: dir, bins: map[string]string{}}
 	host := hostKind()
 
 	for _, readme := range readmes(t) {
