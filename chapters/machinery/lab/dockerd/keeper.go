@@ -85,6 +85,18 @@ func keep(dir, parent, remove string) (err error) {
 		time.Sleep(100 * time.Millisecond)
 	}
 
+	// Its containers weigh as this keeper's nice (weight.go): made before dockerd makes the parent.
+	nice, err := ownNice()
+	if err == nil {
+		var points []string
+		if points, err = CgroupMounts(); err == nil {
+			err = weighCgroupParent(points, parent, nice)
+		}
+	}
+	if err != nil {
+		fmt.Printf("keeper: %v: its containers compete for the CPU at the default weight\n", err)
+	}
+
 	dockerd := exec.Command("dockerd",
 		"--containerd", "/run/containerd/containerd.sock",
 		"--config-file", filepath.Join(dir, configFile),
@@ -97,7 +109,7 @@ func keep(dir, parent, remove string) (err error) {
 		"--cgroup-parent", parent)
 	dockerd.Stdout, dockerd.Stderr = os.Stdout, os.Stderr
 	if err := dockerd.Start(); err != nil {
-		return err
+		return errors.Join(err, removeCgroups(parent, 10*time.Second))
 	}
 	pid := dockerd.Process.Pid
 	fmt.Printf("keeper: dockerd started (PID %d in the engine's namespace)\n", pid)
