@@ -55,6 +55,14 @@ func TestLabAsAttendee(t *testing.T) {
 	assert.Equal(t, lab.AttendeeName, lines[1])
 	assert.Contains(t, strings.Fields(lines[2]), lines[3], "the attendee is in the group of the engine's socket")
 
+	// Linux with Docker Engine: the node's address is reachable, and the kubeconfig names it
+	// (TestLabLeavesNothing checks Docker Desktop's path).
+	ip, err := c.Output(ctx, "minikube", "ip")
+	require.NoError(t, err, "%s", ip)
+	server, err := c.Output(ctx, "kubectl", "config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}")
+	require.NoError(t, err, "%s", server)
+	assert.Equal(t, "https://"+strings.TrimSpace(string(ip))+":8443", strings.TrimSpace(string(server)))
+
 	// A chapter that links the real kubelet, built in the checkout as the attendee: with the
 	// machine's build cache, a link.
 	begin := time.Now()

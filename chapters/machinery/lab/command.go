@@ -70,6 +70,7 @@ func newRunCommand() *cobra.Command {
 	f.StringVar(&o.Minikube, "minikube", ".bin/minikube", "minikube, built from its module (make minikube)")
 	f.BoolVar(&o.serve, "serve", false, "after the command, keep the lab until Ctrl-C")
 	f.BoolVar(&o.asAttendee, "as-attendee", false, "run the commands as a workshop attendee: a normal user in the group of the engine's socket, who writes --owns and Go's caches as their owner does (in the lab's mount namespace only)")
+	f.BoolVar(&o.RemoteEngine, "remote-engine", false, "give the commands the engine at DOCKER_HOST=tcp://"+RemoteEngineAddress+" (in the lab's own network namespace), so that minikube takes Docker Desktop's path: the apiserver, ssh and the image commands through random ports of 127.0.0.1")
 	f.StringSliceVar(&o.owns, "owns", []string{"."}, "with --as-attendee: directories the attendee's commands write as their owner (the checkout)")
 	return cmd
 }

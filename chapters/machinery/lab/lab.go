@@ -40,7 +40,18 @@ type Options struct {
 	// Attendee, when not nil, runs the lab's commands as a workshop attendee: a normal user in
 	// the group of the engine's socket, not root (attendee.go).
 	Attendee *Attendee
+	// RemoteEngine gives the lab's commands the engine at DOCKER_HOST=tcp://RemoteEngineAddress,
+	// in the engine's network namespace, instead of its socket. minikube then takes the path of
+	// Docker Desktop on macOS and Windows (an engine it cannot reach the containers of:
+	// driver.NeedsPortForward): the kubeconfig's server, `minikube ssh` and the image commands
+	// go through the node's ports published on random ports of 127.0.0.1.
+	RemoteEngine bool
 }
+
+// RemoteEngineAddress is where the engine serves its API with Options.RemoteEngine: Docker's
+// unencrypted port, on the loopback of the engine's own network namespace, which no process
+// outside the lab reaches.
+const RemoteEngineAddress = "127.0.0.1:2375"
 
 // Layout of the components directory, as the Makefile writes it.
 const (
@@ -148,6 +159,9 @@ func Start(ctx context.Context, opts Options) (l *Lab, err error) {
 	if l.temp {
 		engineOpts.RemoveOnExit = l.Dir
 	}
+	if opts.RemoteEngine {
+		engineOpts.TCP = RemoteEngineAddress
+	}
 	if need, why := ShimNeeded(); need {
 		engineOpts.Runtime = filepath.Join(opts.Components, ShimPath)
 		fmt.Fprintf(opts.Log, "Docker runs its containers through the runc shim here: it %s.\n", why)
@@ -218,7 +232,7 @@ func (l *Lab) prepareHome() error {
 		"TMPDIR=" + filepath.Join(l.Dir, "tmp"),
 		"KUBECONFIG=" + filepath.Join(l.Dir, "kubeconfig"),
 		"DOCKER_CONFIG=" + filepath.Join(l.Dir, "docker-config"),
-		"DOCKER_HOST=unix://" + filepath.Join(l.Dir, "docker", "docker.sock"),
+		"DOCKER_HOST=" + l.dockerHost(),
 		"MINIKUBE_HOME=" + filepath.Join(l.Dir, "minikube"),
 	}
 	if l.opts.Attendee != nil {
@@ -233,6 +247,14 @@ func (l *Lab) prepareHome() error {
 	}
 	l.env = append(l.env, OfflineSettings()...)
 	return nil
+}
+
+// dockerHost is the lab's DOCKER_HOST: the engine's socket, or its TCP address (RemoteEngine).
+func (l *Lab) dockerHost() string {
+	if l.opts.RemoteEngine {
+		return "tcp://" + RemoteEngineAddress
+	}
+	return "unix://" + filepath.Join(l.Dir, "docker", "docker.sock")
 }
 
 // prepareAttendee makes what the attendee needs in the run directory: its passwd and group

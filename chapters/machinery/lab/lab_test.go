@@ -1,6 +1,7 @@
 package lab_test
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,9 +60,9 @@ func TestLabLeavesNothing(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	start := "minikube " + strings.Join(labtest.StartArgs(version), " ")
 
-	// `lab run` in a directory of the test's, its command started in a process group of its own
-	// (a terminal's foreground job), until minikube's apiserver runs. done receives its end.
-	runUntilRunning := func(t *testing.T) (cmd *exec.Cmd, dir string, done <-chan error) {
+	// `lab run` (with flags) in a directory of the test's, its command started in a process group
+	// of its own (a terminal's foreground job), until minikube's apiserver runs. done receives its end.
+	runUntilRunning := func(t *testing.T, flags ...string) (cmd *exec.Cmd, dir string, done <-chan error) {
 		t.Helper()
 		// A short directory: the engine's socket path must fit a unix socket's 107 bytes, and a
 		// test's own temporary directory is named after the test.
@@ -69,8 +70,8 @@ func TestLabLeavesNothing(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = os.RemoveAll(parent) })
 		dir = filepath.Join(parent, "lab")
-		cmd = exec.Command(labBinary, "run", "--dir", dir, "--components", filepath.Join(root, ".bin/node"), "--minikube", filepath.Join(root, ".bin/minikube"),
-			"--", "bash", "-c", start+" && sleep 600")
+		args := append([]string{"run", "--dir", dir, "--components", filepath.Join(root, ".bin/node"), "--minikube", filepath.Join(root, ".bin/minikube")}, flags...)
+		cmd = exec.Command(labBinary, append(args, "--", "bash", "-c", start+" && sleep 600")...)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		log, err := os.Create(dir + ".log")
 		require.NoError(t, err)
@@ -116,9 +117,12 @@ func TestLabLeavesNothing(t *testing.T) {
 		return lab.LeftBehind(dir, st, false)
 	}
 
-	t.Run("Ctrl-C", func(t *testing.T) {
+	// This lab's engine is reached over TCP, as minikube reaches Docker Desktop's (one cluster for
+	// both: each start is most of this package's time).
+	t.Run("Ctrl-C, the engine reached as Docker Desktop's", func(t *testing.T) {
 		before := lab.TakeTrace()
-		cmd, dir, done := runUntilRunning(t)
+		cmd, dir, done := runUntilRunning(t, "--remote-engine")
+		dockerDesktopPath(t, filepath.Join(dir, "shell"))
 		// Ctrl-C: the terminal sends SIGINT to its foreground process group.
 		require.NoError(t, syscall.Kill(-cmd.Process.Pid, syscall.SIGINT))
 		waitExit(t, done)
@@ -136,4 +140,33 @@ func TestLabLeavesNothing(t *testing.T) {
 		assert.Empty(t, leftIn(t, dir))
 		assert.Empty(t, lab.Leftovers(before, lab.TakeTrace()))
 	})
+}
+
+// dockerDesktopPath checks, with the lab's shell, the path minikube takes where it cannot reach
+// the node's address (Docker Desktop on macOS and Windows, a remote engine): the workshop's
+// READMEs tell it and the rehearsal, on the Linux path, cannot see it.
+func dockerDesktopPath(t *testing.T, shell string) {
+	t.Helper()
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(shell, args...).CombinedOutput()
+		require.NoError(t, err, "%s: %s", strings.Join(args, " "), out)
+		return strings.TrimSpace(string(out))
+	}
+	// The apiserver's 8443 is published on a port Docker picked, and the kubeconfig names it.
+	published := run("docker", "port", "minikube", "8443/tcp")
+	host, port, err := net.SplitHostPort(published)
+	require.NoError(t, err, "docker port: %q", published)
+	assert.Equal(t, "127.0.0.1", host)
+	assert.NotEqual(t, "8443", port, "a random port, not the node's own")
+	assert.Equal(t, "https://127.0.0.1:"+port, run("kubectl", "config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}"))
+	// 127.0.0.1:8443 does not answer; `minikube ip` is still the node's own address.
+	assert.Error(t, exec.Command(shell, "bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/8443").Run(), "127.0.0.1:8443 answers")
+	ip := net.ParseIP(run("minikube", "ip"))
+	require.NotNil(t, ip, "minikube ip")
+	assert.False(t, ip.IsLoopback(), "minikube ip: %s", ip)
+	// The workshop's two paths to the kubelet that work everywhere: through the apiserver, and
+	// from inside the node (minikube ssh, through the published 22).
+	assert.Equal(t, "ok", run("kubectl", "get", "--raw", "/api/v1/nodes/minikube/proxy/healthz"))
+	assert.Equal(t, "minikube", run("minikube", "ssh", "--", "hostname"))
 }

@@ -45,6 +45,10 @@ type Options struct {
 	// RemoveOnExit is a directory (Dir, or one above it) the keeper removes when it ends, also
 	// when the process that started it died first; "" keeps it.
 	RemoveOnExit string
+	// TCP is an address in the engine's network namespace where dockerd serves its API too,
+	// without TLS ("127.0.0.1:2375"): a DOCKER_HOST of tcp://, as minikube sees a remote engine
+	// or Docker Desktop's. Only processes in that namespace reach it. "": the socket only.
+	TCP string
 }
 
 // Engine is a running Docker engine.
@@ -53,9 +57,11 @@ type Engine struct {
 	Dir, Socket string
 	// CgroupParent is the cgroup under which dockerd makes its containers' cgroups.
 	CgroupParent string
-	keeper       *exec.Cmd
-	exited       chan struct{}
-	keeperErr    error
+	// TCP is Options.TCP: where the engine serves its API in its network namespace too.
+	TCP       string
+	keeper    *exec.Cmd
+	exited    chan struct{}
+	keeperErr error
 }
 
 // Files in the run directory.
@@ -122,7 +128,7 @@ func Start(ctx context.Context, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{Dir: dir, Socket: filepath.Join(dir, socketFile), CgroupParent: cgroupParent(), exited: make(chan struct{})}
+	e := &Engine{Dir: dir, Socket: filepath.Join(dir, socketFile), CgroupParent: cgroupParent(), TCP: opts.TCP, exited: make(chan struct{})}
 	if len(e.Socket) >= 108 { // sun_path holds 108 bytes, with the final NUL
 		return nil, fmt.Errorf("the engine's socket %s is longer than a unix socket path may be (107 bytes): choose a shorter run directory", e.Socket)
 	}
@@ -130,6 +136,10 @@ func Start(ctx context.Context, opts Options) (*Engine, error) {
 		// dockerd keeps its identity key in /etc/docker unless told otherwise.
 		"deprecated-key-path": filepath.Join(dir, "key.json"),
 		"exec-opts":           []string{"native.cgroupdriver=cgroupfs"},
+		"hosts":               []string{"unix://" + e.Socket},
+	}
+	if opts.TCP != "" {
+		config["hosts"] = []string{"unix://" + e.Socket, "tcp://" + opts.TCP}
 	}
 	if opts.SocketGroup != "" {
 		config["group"] = opts.SocketGroup
@@ -241,8 +251,14 @@ func (e *Engine) Enter() []string {
 	return []string{"--net=" + proc + "net", "--pid=" + proc + "pid"}
 }
 
-// Env is what the docker command (and minikube) need to use this engine.
-func (e *Engine) Env() []string { return []string{"DOCKER_HOST=unix://" + e.Socket} }
+// Env is what the docker command (and minikube) need to use this engine: its TCP address when it
+// has one, else its socket.
+func (e *Engine) Env() []string {
+	if e.TCP != "" {
+		return []string{"DOCKER_HOST=tcp://" + e.TCP}
+	}
+	return []string{"DOCKER_HOST=unix://" + e.Socket}
+}
 
 // Stop stops the engine: dockerd stops its containers, the keeper ends what is left and removes
 // the cgroups. It returns when the keeper has exited.

@@ -105,7 +105,6 @@ func keep(dir, parent, remove string) (err error) {
 		// long run directory; the private /run is short and goes with the namespace.
 		"--exec-root", "/run/docker",
 		"--pidfile", filepath.Join(dir, "docker.pid"),
-		"--host", "unix://"+filepath.Join(dir, socketFile),
 		"--cgroup-parent", parent)
 	dockerd.Stdout, dockerd.Stderr = os.Stdout, os.Stderr
 	if err := dockerd.Start(); err != nil {
