@@ -71,7 +71,7 @@ debug-%: dlv ## Serve one chapter in a headless Delve on DEBUG_ADDR for an edito
 ##@ Test
 
 # make test's stages, in order; .ci/stages prints how long each took.
-TEST_STAGES := prerequisites test-node-components~verify~verify-notes test-unit test-rehearsal+test-lab,test-race,test-readmes
+TEST_STAGES := prerequisites test-node-components~verify~verify-notes test-unit test-rehearsal+test-race,test-lab,test-readmes
 
 .PHONY: test
 test: ## Everything CI checks (.ci/run calls this), stage by stage, with a time summary at the end.
@@ -83,6 +83,9 @@ prerequisites: ## Check this machine has what make test needs, before building a
 
 # A cold build of a kubelet chapter takes minutes on 2 cores, and some tests build chapters.
 TIMEOUT     ?= 45m
+# make verify runs go vet ./... (every analyzer, test files too); go test's own vet, a subset of
+# them, would vet every package again in each stage.
+VET         := -vet=off
 # README_RUNS=N runs this host's README leg N times (hunting a flake); .ci/readmes says the legs.
 README_RUNS ?= 1
 
@@ -109,19 +112,19 @@ UNIT_PKGS    = $(filter-out $(LAB_PKGS:%=$(shell $(GO) list -m)/%),$(shell $(GO)
 
 .PHONY: test-unit
 test-unit: ## go test every package in random order but the lab's (the README runs and the workshop's rehearsal have their targets).
-	.ci/clean-tmp $(GO) test -count=1 -shuffle=on -timeout $(TIMEOUT) -skip '^(TestChapterREADMEs|TestRehearseWorkshop)$$' $(TEST_FLAGS) $(UNIT_PKGS)
+	.ci/clean-tmp $(GO) test -count=1 $(VET) -shuffle=on -timeout $(TIMEOUT) -skip '^(TestChapterREADMEs|TestRehearseWorkshop)$$' $(TEST_FLAGS) $(UNIT_PKGS)
 
 .PHONY: test-lab
 test-lab: ## go test the lab's packages (LAB_PKGS: real minikube in labs; skipped, saying why, without root).
-	.ci/clean-tmp $(GO) test -count=1 -shuffle=on -timeout $(TIMEOUT) $(TEST_FLAGS) $(LAB_PKGS:%=./%)
+	.ci/clean-tmp $(GO) test -count=1 $(VET) -shuffle=on -timeout $(TIMEOUT) $(TEST_FLAGS) $(LAB_PKGS:%=./%)
 
 .PHONY: test-rehearsal
 test-rehearsal: ## The workshop, every command as its READMEs print it, on real minikube in the lab (alone: its timings are checked; -v: the log is the record INSTRUCTOR.md's timings come from).
-	.ci/clean-tmp $(GO) test -count=1 -v -timeout $(TIMEOUT) -run '^TestRehearseWorkshop$$' $(TEST_FLAGS) ./examples/workshop/rehearsal/
+	.ci/clean-tmp $(GO) test -count=1 $(VET) -v -timeout $(TIMEOUT) -run '^TestRehearseWorkshop$$' $(TEST_FLAGS) ./examples/workshop/rehearsal/
 
 .PHONY: test-race
 test-race: ## go test -race on our concurrent code (not the packages that start the real kubelet).
-	.ci/clean-tmp $(GO) test -count=1 -race -shuffle=on -timeout $(TIMEOUT) -skip '^TestChapterREADMEs$$' $(TEST_FLAGS) $(RACE_PKGS)
+	.ci/clean-tmp $(GO) test -count=1 $(VET) -race -shuffle=on -timeout $(TIMEOUT) -skip '^TestChapterREADMEs$$' $(TEST_FLAGS) $(RACE_PKGS)
 
 .PHONY: test-node-components
 test-node-components: ## Build the lab (real minikube, its base image and cache) when this machine can run it (root); say why not otherwise.

@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -122,30 +121,6 @@ func readBadInputs(t *testing.T, path string) []badInput {
 	return rows
 }
 
-// badInputBuilds compiles each command once, one at a time: several link the kubelet.
-type badInputBuilds struct {
-	dir  string
-	mu   sync.Mutex
-	bins map[string]string
-}
-
-func (b *badInputBuilds) binary(t *testing.T, pkg string) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if bin, ok := b.bins[pkg]; ok {
-		return bin
-	}
-	require.DirExists(t, filepath.Join("..", pkg), "the table names %s, which does not exist", pkg)
-	bin := filepath.Join(b.dir, strings.ReplaceAll(pkg, "/", "_"))
-	// -s -w: no symbol table or DWARF, which halves the kubelet's link time.
-	cmd := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, "./"+pkg)
-	cmd.Dir = ".."
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go build ./%s:\n%s", pkg, out)
-	b.bins[pkg] = bin
-	return bin
-}
-
 // existingContent is what {existing} holds before and must hold after.
 const existingContent = "the reader's own file: never overwritten\n"
 
@@ -158,7 +133,7 @@ func TestBadInput(t *testing.T) {
 	require.NotEmpty(t, rows)
 	repo, err := filepath.Abs("..")
 	require.NoError(t, err)
-	b := &badInputBuilds{dir: t.TempDir(), bins: map[string]string{}}
+	b := newBuilds(t)
 	for _, row := range rows {
 		// Named by command and line, with no slash: -run 'TestBadInput/08-minicluster' picks a
 		// chapter's rows, -run 'TestBadInput/line42$' one row.

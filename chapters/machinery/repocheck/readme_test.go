@@ -329,11 +329,21 @@ func normalize(s string) string {
 	return strings.TrimRight(s, "\n")
 }
 
-// builds compiles each program once.
+// builds compiles each program once per test, one at a time (several link the kubelet), into
+// .bin/readmes: TestBadInput (make test-unit) and TestChapterREADMEs (each of make test-readmes'
+// legs, the same chapters as other hosts) share it, and go build relinks only what changed since
+// — a link of a kubelet chapter is 10–20 s of CPU. -s -w: no symbol table or DWARF, which halves
+// the kubelet's link time, and neither a README's output nor a bad input's message needs them.
 type builds struct {
 	dir  string
 	mu   sync.Mutex
 	bins map[string]string
+}
+
+func newBuilds(t *testing.T) *builds {
+	dir := repo.Path(".bin", "readmes")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	return &builds{dir: dir, bins: map[string]string{}}
 }
 
 // binary builds program, a path from the repository's root (chapters/10-client, examples/kubelet-pods).
@@ -343,10 +353,10 @@ func (b *builds) binary(t *testing.T, program string) string {
 	if bin, ok := b.bins[program]; ok {
 		return bin
 	}
-	require.DirExists(t, filepath.Join("..", program), "a README runs %s, which does not exist", program)
-	bin := filepath.Join(b.dir, filepath.Base(program))
-	cmd := exec.Command("go", "build", "-o", bin, "./"+program)
-	cmd.Dir = ".."
+	require.DirExists(t, repo.Path(program), "%s does not exist", program)
+	bin := filepath.Join(b.dir, strings.ReplaceAll(program, "/", "_"))
+	cmd := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, "./"+program)
+	cmd.Dir = repo.Root()
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "go build ./%s:\n%s", program, out)
 	b.bins[program] = bin
@@ -468,12 +478,7 @@ func readmes(t *testing.T) []string {
 // directory (10-client, kubelet-pods). `make update-golden` (go test -run TestChapterREADMEs
 // ./chapters/ -update) rewrites the samples this kind of host shows.
 func TestChapterREADMEs(t *testing.T) {
-	// The programs go to .bin/readmes, not a temporary directory: go build then links only what
-	// changed — between make test-readmes' legs, which run the same chapters as other hosts (the
-	// first leg, alone, builds them), and between runs. A link of a kubelet chapter is 10–20 s of CPU.
-	dir := repo.Path(".bin", "readmes")
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	b := &builds{dir: dir, bins: map[string]string{}}
+	b := newBuilds(t)
 	host := hostKind()
 
 	for _, readme := range readmes(t) {
