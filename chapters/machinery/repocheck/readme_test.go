@@ -19,6 +19,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/lab"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/lab/labtest"
@@ -332,38 +333,75 @@ func normalize(s string) string {
 	return strings.TrimRight(s, "\n")
 }
 
-// builds compiles each program once per test, one at a time (several link the kubelet), into
-// .bin/readmes: TestBadInput (make test-unit) and TestChapterREADMEs (each of make test-readmes'
-// legs, the same chapters as other hosts) share it, and go build relinks only what changed since
-// — a link of a kubelet chapter is 10–20 s of CPU. -s -w: no symbol table or DWARF, which halves
-// the kubelet's link time, and neither a README's output nor a bad input's message needs them.
+// builds compiles each program once per test into .bin/readmes: TestBadInput (make test-unit) and
+// TestChapterREADMEs (each of make test-readmes' legs, the same chapters as other hosts) share it,
+// and go build relinks only what changed since — a link of a kubelet chapter is 10–20 s of CPU,
+// mostly one core's. -s -w: no symbol table or DWARF, which halves the kubelet's link time, and
+// neither a README's output nor a bad input's message needs them.
 type builds struct {
 	dir  string
 	mu   sync.Mutex
-	bins map[string]string
+	bins map[string]*built
+}
+
+// built is one program's build, done once however many tests ask for it at the same time.
+type built struct {
+	once sync.Once
+	bin  string
+	err  error
 }
 
 func newBuilds(t *testing.T) *builds {
 	dir := repo.Path(".bin", "readmes")
 	require.NoError(t, os.MkdirAll(dir, 0o755))
-	return &builds{dir: dir, bins: map[string]string{}}
+	return &builds{dir: dir, bins: map[string]*built{}}
 }
 
-// binary builds program, a path from the repository's root (chapters/10-client, examples/kubelet-pods).
-func (b *builds) binary(t *testing.T, program string) string {
+// build builds program, a path from the repository's root (chapters/10-client, examples/kubelet-pods).
+func (b *builds) build(program string) (string, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	if bin, ok := b.bins[program]; ok {
-		return bin
+	p, ok := b.bins[program]
+	if !ok {
+		p = &built{}
+		b.bins[program] = p
 	}
-	require.DirExists(t, repo.Path(program), "%s does not exist", program)
-	bin := filepath.Join(b.dir, strings.ReplaceAll(program, "/", "_"))
-	cmd := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, "./"+program)
-	cmd.Dir = repo.Root()
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go build ./%s:\n%s", program, out)
-	b.bins[program] = bin
+	b.mu.Unlock()
+	p.once.Do(func() {
+		if st, err := os.Stat(repo.Path(program)); err != nil || !st.IsDir() {
+			p.err = fmt.Errorf("%s is not a directory of this repository", program)
+			return
+		}
+		bin := filepath.Join(b.dir, strings.ReplaceAll(program, "/", "_"))
+		cmd := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, "./"+program)
+		cmd.Dir = repo.Root()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			p.err = fmt.Errorf("go build ./%s: %w\n%s", program, err, out)
+			return
+		}
+		p.bin = bin
+	})
+	return p.bin, p.err
+}
+
+// binary is program's build, failing t if it does not build.
+func (b *builds) binary(t *testing.T, program string) string {
+	bin, err := b.build(program)
+	require.NoError(t, err)
 	return bin
+}
+
+// prebuild builds programs two at a time before the tests that run them, one after the other,
+// ask: each link keeps one core busy, and the machine has two.
+func (b *builds) prebuild(t *testing.T, programs []string) {
+	var g errgroup.Group
+	g.SetLimit(2)
+	for _, program := range slices.Compact(slices.Sorted(slices.Values(programs))) {
+		g.Go(func() error {
+			_, err := b.build(program)
+			return err
+		})
+	}
+	require.NoError(t, g.Wait())
 }
 
 // scratch stands in for /tmp in a README's commands: the reader's /tmp is theirs, the test's is
