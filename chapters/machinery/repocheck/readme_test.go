@@ -239,6 +239,9 @@ var taughtPorts = map[int]bool{53: true, 2379: true, 2380: true, 6443: true, 844
 // gaps (two spaces or more), or at the end of a row.
 var ageColumn = regexp.MustCompile(`(?m)( {2,}|\t)(\d{1,3}s|\d{1,2}m(\d{1,2}s)?)( {2,}|\t|$)`)
 
+// storageProvisionerRestarts is the RESTARTS cell of storage-provisioner's row in kubectl's listing.
+var storageProvisionerRestarts = regexp.MustCompile(`(?m)(storage-provisioner +\d+/\d+ +Running +)\d+(?: \(\d+[smh](?:\d+[smh])? ago\))?`)
+
 // oneRestart is the RESTARTS cell of a running kube-system pod in kubectl's listing when it is 0
 // or 1: a restart kubectl shows with its age, "1 (40s ago)". Two or more stay, to be seen.
 var oneRestart = regexp.MustCompile(`(?m)^(kube-system +\S+ +\d+/\d+ +Running +)(?:0|1 \(\d+[smh](?:\d+[smh])? ago\))( )`)
@@ -305,10 +308,13 @@ var normalizers = []normalizer{
 	{"process ID", regexp.MustCompile(`\(PID \d+ here\)|--target \d+\b|/proc/\d+/`), func(m string) string {
 		return regexp.MustCompile(`\d+`).ReplaceAllString(m, "N")
 	}},
-	// minikube's storage-provisioner starts beside the cluster's service network and may exit once
-	// before it answers; on a busy machine a control-plane pod may restart once too (a
-	// kube-controller-manager that could not renew its lease in time exits): 0 or "1 (40s ago)" from
-	// run to run (chapter 11's README says so).
+	// minikube's storage-provisioner starts beside the cluster's service network and may exit before
+	// it answers, once or more: 0, "1 (40s ago)", "2 (22s ago)" from run to run (the README says so).
+	{"storage-provisioner's restarts", storageProvisionerRestarts, func(m string) string {
+		return storageProvisionerRestarts.ReplaceAllString(m, "${1}RESTARTS")
+	}},
+	// On a busy machine a control-plane pod may restart once (a kube-controller-manager that could
+	// not renew its lease in time exits): 0 or "1 (117s ago)" (chapter 11's README says so).
 	{"a kube-system pod's one restart", oneRestart, func(m string) string {
 		return oneRestart.ReplaceAllString(m, "${1}RESTARTS$2")
 	}},
@@ -753,6 +759,11 @@ func TestNormalize(t *testing.T) {
 			change: "kube-system   etcd-walkthrough   Running   12s\nnode/minikube   Ready   control-plane   118s   v1.37.2\nweb   1/1   Running   3m20s",
 			want:   "kube-system etcd-walkthrough Running AGE\nnode/minikube Ready control-plane AGE v1.37.2\nweb 1/1 Running AGE",
 			keep:   "error: timed out after 10s\nweb 1/1 Running 5h12m\ncert expires in 364d",
+		},
+		"storage-provisioner's restarts": {
+			change: "kube-system   pod/storage-provisioner   1/1   Running   2 (22s ago)   52s\nkube-system   pod/storage-provisioner   1/1   Running   0   52s",
+			want:   "kube-system pod/storage-provisioner 1/1 Running RESTARTS AGE\nkube-system pod/storage-provisioner 1/1 Running RESTARTS AGE",
+			keep:   "kube-system pod/coredns-x 1/1 Running 2 (5s ago) AGE\nkube-system storage-provisioner <none>",
 		},
 		"a kube-system pod's one restart": {
 			change: "kube-system   pod/storage-provisioner   1/1   Running   1 (40s ago)   52s\nkube-system   pod/kube-controller-manager-minikube   1/1   Running   1 (117s ago)   117s\nkube-system   pod/etcd-minikube   1/1   Running   0   52s",
