@@ -136,11 +136,12 @@ func Start(ctx context.Context, opts Options) (*Engine, error) {
 		// dockerd keeps its identity key in /etc/docker unless told otherwise.
 		"deprecated-key-path": filepath.Join(dir, "key.json"),
 		"exec-opts":           []string{"native.cgroupdriver=cgroupfs"},
-		"hosts":               []string{"unix://" + e.Socket},
 	}
+	hosts := []string{"unix://" + e.Socket}
 	if opts.TCP != "" {
-		config["hosts"] = []string{"unix://" + e.Socket, "tcp://" + opts.TCP}
+		hosts = append(hosts, "tcp://"+opts.TCP)
 	}
+	config["hosts"] = hosts
 	if opts.SocketGroup != "" {
 		config["group"] = opts.SocketGroup
 	}
@@ -249,15 +250,6 @@ func (e *Engine) NetNS() string { return "/proc/" + strconv.Itoa(e.PID()) + "/ns
 func (e *Engine) Enter() []string {
 	proc := "/proc/" + strconv.Itoa(e.PID()) + "/ns/"
 	return []string{"--net=" + proc + "net", "--pid=" + proc + "pid"}
-}
-
-// Env is what the docker command (and minikube) need to use this engine: its TCP address when it
-// has one, else its socket.
-func (e *Engine) Env() []string {
-	if e.TCP != "" {
-		return []string{"DOCKER_HOST=tcp://" + e.TCP}
-	}
-	return []string{"DOCKER_HOST=unix://" + e.Socket}
 }
 
 // Stop stops the engine: dockerd stops its containers, the keeper ends what is left and removes
