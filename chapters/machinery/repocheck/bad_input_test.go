@@ -121,6 +121,17 @@ func readBadInputs(t *testing.T, path string) []badInput {
 	return rows
 }
 
+// unavailable names the tier a row needs and this machine lacks, with why ("" when it can run).
+func (row badInput) unavailable() (string, error) {
+	switch {
+	case row.needs == "linux" && runtime.GOOS != "linux":
+		return "Linux", fmt.Errorf("%s runs only on Linux", row.command)
+	case row.needs == "root" && os.Geteuid() != 0:
+		return "root", fmt.Errorf("%s needs root", row.command)
+	}
+	return "", nil
+}
+
 // existingContent is what {existing} holds before and must hold after.
 const existingContent = "the reader's own file: never overwritten\n"
 
@@ -136,7 +147,7 @@ func TestBadInput(t *testing.T) {
 	b := newBuilds(t)
 	var programs []string
 	for _, row := range rows {
-		if row.needs == "" || row.needs == "linux" && runtime.GOOS == "linux" || row.needs == "root" && os.Geteuid() == 0 {
+		if tierName, _ := row.unavailable(); tierName == "" {
 			programs = append(programs, row.command)
 		}
 	}
@@ -147,15 +158,8 @@ func TestBadInput(t *testing.T) {
 		name := fmt.Sprintf("%s line%d", filepath.Base(row.command), row.line)
 		t.Run(name, func(t *testing.T) {
 			t.Logf("%s:%d: %s %s", badInputTable, row.line, row.command, strings.Join(row.args, " "))
-			switch row.needs {
-			case "linux":
-				if runtime.GOOS != "linux" {
-					tier.Unavailable(t, "Linux", fmt.Errorf("%s runs only on Linux", row.command))
-				}
-			case "root":
-				if os.Geteuid() != 0 {
-					tier.Unavailable(t, "root", fmt.Errorf("%s needs root", row.command))
-				}
+			if tierName, why := row.unavailable(); tierName != "" {
+				tier.Unavailable(t, tierName, why)
 			}
 			bin := b.binary(t, row.command)
 			work, tmp := t.TempDir(), t.TempDir()

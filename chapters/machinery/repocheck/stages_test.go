@@ -31,18 +31,25 @@ func TestStages(t *testing.T) {
 			"then: ; @echo then nice $$(nice)\n" +
 			"slow: ; @sleep 2; echo slow ended\n" +
 			"last: ; @echo last ran\n" +
-			"broken: ; @echo broken says why; exit 3\n",
+			"broken: ; @echo broken says why; exit 3\n" +
+			// waits-for-d ends well only if own-branch runs meanwhile; second only after first ended.
+			"waits-for-d: ; @for i in $$(seq 100); do [ -e d.ran ] && exit 0; sleep 0.1; done; echo d did not run meanwhile; exit 1\n" +
+			"own-branch: ; @touch d.ran\n" +
+			"first-in-turn: ; @touch first.on; sleep 1; rm first.on; touch first.done\n" +
+			"second-in-turn: ; @test -e first.done && test ! -e first.on && echo second after first\n",
 	}
 	for name, content := range files {
 		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o755))
 	}
-	stages := func(targets ...string) (string, error) {
+	stagesIn := func(env []string, targets ...string) (string, error) {
 		cmd := exec.Command("./.ci/stages", targets...)
 		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), env...)
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
+	stages := func(targets ...string) (string, error) { return stagesIn(nil, targets...) }
 	niceOf := func(t *testing.T, out, target string) int {
 		t.Helper()
 		m := regexp.MustCompile(`(?m)^` + target + ` nice (\d+)$`).FindStringSubmatch(out)
@@ -66,6 +73,23 @@ func TestStages(t *testing.T) {
 		} {
 			assert.Regexp(t, line, out, "the summary")
 		}
+	})
+
+	t.Run("A+B,C+D: D on a branch of its own, beside B then C", func(t *testing.T) {
+		require.NoError(t, os.RemoveAll(filepath.Join(dir, "d.ran")))
+		out, err := stages("slow+beside,waits-for-d+own-branch")
+		require.NoError(t, err, "%s", out)
+		assert.Regexp(t, `(?m)^    own-branch +ok`, out)
+		assert.Regexp(t, `(?m)^    waits-for-d +ok`, out)
+	})
+
+	t.Run("A~B on a new machine: one after the other", func(t *testing.T) {
+		// An empty build cache is a new machine's (under 1 GiB).
+		out, err := stagesIn([]string{"GOCACHE=" + t.TempDir()}, "first-in-turn~second-in-turn")
+		require.NoError(t, err, "%s", out)
+		assert.Contains(t, out, "this run is cold")
+		assert.Contains(t, out, "second after first")
+		assert.Regexp(t, `(?m)^  first-in-turn~second-in-turn +ok`, out)
 	})
 
 	t.Run("a failing stage stops the rest", func(t *testing.T) {
