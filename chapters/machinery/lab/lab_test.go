@@ -45,10 +45,11 @@ func TestMinikubeIsTheRealOne(t *testing.T) {
 	assert.Error(t, err)
 }
 
-// A lab leaves nothing on this machine, however it ends: stopped after `minikube delete`
-// (TestLabAsAttendee, as an attendee), interrupted with Ctrl-C, or when the process that started
-// it is killed. One after the other: side by side with the attendee's and the client's node
-// cluster (four starts at once on 2 cores), a start in `lab run` once took more than 8 minutes.
+// A lab leaves nothing on this machine, however it ends: stopped after `minikube delete` (the
+// workshop's rehearsal, as an attendee: examples/workshop/rehearsal), interrupted with Ctrl-C, or
+// when the process that started it is killed. One after the other: side by side with the client's
+// node cluster and a third (four starts at once on 2 cores), a start in `lab run` once took more
+// than 8 minutes.
 func TestLabLeavesNothing(t *testing.T) {
 	tier.Require(t, labtest.Tier, labtest.Requirements())
 	root, err := labtest.Root()

@@ -16,9 +16,10 @@ import (
 
 // run is a command as the rehearsal ran it, and what it printed.
 type run struct {
-	cmd    Command
-	out    string
-	failed bool
+	cmd     Command
+	out     string // what a reader sees (lab.ReaderView)
+	printed string // as printed in the lab
+	failed  bool
 }
 
 // runs are an exercise's commands so far, for the answers: each answer is read from what a

@@ -113,7 +113,7 @@ func (r *rehearsal) conversation(c Command, where string, timeout time.Duration)
 	t.Helper()
 	start := time.Now()
 	out, err := r.converse(c, timeout)
-	res := run{cmd: c, out: out, failed: err != nil}
+	res := run{cmd: c, out: out, printed: out, failed: err != nil}
 	if *showOutput {
 		t.Logf("%s $ %s  (%.1fs, %d lines typed)\n%s", where, c.Text, time.Since(start).Seconds(), len(c.Typed()), strings.Join(Lines(out), "\n"))
 	} else {

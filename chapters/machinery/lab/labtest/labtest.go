@@ -4,9 +4,8 @@
 // lab's Docker engine. Without root or the lab's components a test skips saying why (fails under
 // CI=true, which promises the tier). Main checks that the stopped lab left nothing on this machine.
 //
-// Its labs run their commands as root; StartWith with Options.Attendee = Attendee(root) runs them
-// as a workshop attendee, a normal user in the docker group (the rehearsal's do, and
-// TestLabAsAttendee's).
+// Its labs run their commands as root; lab.Options.Attendee = Attendee(root) runs a lab's as a
+// workshop attendee, a normal user in the docker group (the rehearsal's does).
 package labtest
 
 import (
@@ -100,8 +99,6 @@ type Cluster struct {
 	KubernetesVersion string
 	// Started is how long `minikube start` took; Ready when the cluster was Ready.
 	Started, Ready time.Duration
-	// StartOutput is what `minikube start` printed.
-	StartOutput string
 }
 
 // Start starts a lab and a minikube cluster in it, and waits until the Node and every pod of
@@ -111,18 +108,12 @@ func Start(ctx context.Context) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	return StartWith(ctx, root, Options(root))
-}
-
-// StartWith is Start with the lab's options (Options(root), changed).
-func StartWith(ctx context.Context, root string, opts lab.Options) (*Cluster, error) {
 	version, err := KubernetesVersion(root)
 	if err != nil {
 		return nil, err
 	}
-	if opts.Log == nil {
-		opts.Log = os.Stderr
-	}
+	opts := Options(root)
+	opts.Log = os.Stderr
 	l, err := lab.Start(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -130,7 +121,6 @@ func StartWith(ctx context.Context, root string, opts lab.Options) (*Cluster, er
 	c := &Cluster{Lab: l, KubernetesVersion: version}
 	begin := time.Now()
 	out, err := c.Output(ctx, "minikube", StartArgs(version)...)
-	c.StartOutput = string(out)
 	if err != nil {
 		return c, fmt.Errorf("minikube start: %w\n%s", err, out)
 	}
