@@ -71,7 +71,7 @@ debug-%: dlv ## Serve one chapter in a headless Delve on DEBUG_ADDR for an edito
 ##@ Test
 
 # make test's stages, in order; .ci/stages prints how long each took.
-TEST_STAGES := prerequisites test-node-components~verify~verify-notes test-unit test-rehearsal+test-race,test-lab,test-readmes
+TEST_STAGES := prerequisites test-node-components~verify~verify-notes test-rehearsal+test-unit,test-race,test-lab,test-readmes
 
 .PHONY: test
 test: ## Everything CI checks (.ci/run calls this), stage by stage, with a time summary at the end.
