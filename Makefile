@@ -51,6 +51,7 @@ check: ## Check a workshop exercise against your current cluster: make check EX=
 
 # Editors attach to DEBUG_ADDR. Delve refuses other users' connections to its port on Linux only; elsewhere
 # it listens on a socket in a directory only you can open. Our packages -N -l (DEBUG_BUILD_FLAGS=: all).
+# Delve's binary goes to $(BIN)/debug-bin (by default it is a __debug_bin file in your checkout while you debug).
 DEBUG_ADDR        ?= $(if $(filter Linux,$(shell uname -s)),127.0.0.1:2345,unix:$(CURDIR)/$(BIN)/debug/dlv.sock)
 DEBUG_BUILD_FLAGS ?= -gcflags=all= '-gcflags=github.com/kubelet-walkthrough/kubelet-walkthrough/...=-N -l'
 
@@ -66,7 +67,8 @@ debug-%: dlv ## Serve one chapter in a headless Delve on DEBUG_ADDR for an edito
 	@test -d chapters/$* || { echo "no chapter $* (have: $(CHAPTERS))"; exit 1; }
 	@case '$(DEBUG_ADDR)' in unix:*) .ci/private-dir '$(dir $(DEBUG_ADDR:unix:%=%))';; esac
 	@echo "Delve builds chapters/$* and waits on $(DEBUG_ADDR): attach your editor (\"Attach to make debug\") or run $(BIN)/dlv connect $(DEBUG_ADDR)."
-	@$(BIN)/dlv debug ./chapters/$* --headless --api-version=2 --accept-multiclient --listen=$(DEBUG_ADDR) --build-flags="$(DEBUG_BUILD_FLAGS)" -- $(ARGS)
+	@mkdir -p $(BIN)/debug-bin
+	@$(BIN)/dlv debug ./chapters/$* --output=$(BIN)/debug-bin/$* --headless --api-version=2 --accept-multiclient --listen=$(DEBUG_ADDR) --build-flags="$(DEBUG_BUILD_FLAGS)" -- $(ARGS)
 
 ##@ Test
 

@@ -278,6 +278,12 @@ func serveAndAttach(t *testing.T, network, addr string) {
 	require.NotNil(t, state.CurrentThread)
 	assert.Equal(t, "main.main", state.CurrentThread.Function.Name())
 	assert.True(t, strings.HasSuffix(state.CurrentThread.File, "chapters/01-entrypoint/main.go"), state.CurrentThread.File)
+	// Delve's binary is in .bin, not a __debug_bin file in the reader's checkout (git status would
+	// list it, and a go build meanwhile would stamp the checkout as modified).
+	assert.FileExists(t, filepath.Join(root, ".bin", "debug-bin", "01-entrypoint"))
+	strays, err := filepath.Glob(filepath.Join(root, "__debug_bin*"))
+	require.NoError(t, err)
+	assert.Empty(t, strays, "Delve's binary in the checkout")
 	require.NoError(t, client.Detach(true))
 	select {
 	case err := <-exited:
