@@ -362,9 +362,19 @@ func (r *rehearsal) solutionOverlay(e checks.Exercise) []string {
 
 // keepAnswers moves an answers directory already in the repository aside for the rehearsal (to
 // answers.kept beside it: the attendee's checkout and its TMPDIR are different mounts in the lab,
-// and a rename does not cross mounts), and puts it back afterwards.
+// and a rename does not cross mounts), and puts it back afterwards. The directory is the
+// checkout's one: a second rehearsal in the same checkout at the same time (TestRehearseWorkshop
+// and TestRehearseOnThisMachine, each resetting it) fails at once, saying so, where it would
+// otherwise fail an exercise whose answers the other removed.
 func keepAnswers(t *testing.T, absRoot string) {
-	answers := filepath.Join(absRoot, "examples", "workshop", "answers")
+	workshop := filepath.Join(absRoot, "examples", "workshop")
+	lock, err := os.Open(workshop)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = lock.Close() }) // the lock goes with the descriptor, after the answers are back
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatalf("another rehearsal is using %s/answers (flock: %v): the rehearsals in one checkout run one after the other, as make test-rehearsal runs them", workshop, err)
+	}
+	answers := filepath.Join(workshop, "answers")
 	kept := answers + ".kept"
 	if _, err := os.Lstat(answers); os.IsNotExist(err) {
 		t.Cleanup(func() { _ = os.RemoveAll(answers) })
