@@ -368,12 +368,9 @@ func (r *rehearsal) solutionOverlay(e checks.Exercise) []string {
 // otherwise fail an exercise whose answers the other removed.
 func keepAnswers(t *testing.T, absRoot string) {
 	workshop := filepath.Join(absRoot, "examples", "workshop")
-	lock, err := os.Open(workshop)
+	unlock, err := lockAnswers(workshop)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = lock.Close() }) // the lock goes with the descriptor, after the answers are back
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		t.Fatalf("another rehearsal is using %s/answers (flock: %v): the rehearsals in one checkout run one after the other, as make test-rehearsal runs them", workshop, err)
-	}
+	t.Cleanup(unlock) // after the answers are back
 	answers := filepath.Join(workshop, "answers")
 	kept := answers + ".kept"
 	if _, err := os.Lstat(answers); os.IsNotExist(err) {
@@ -385,6 +382,20 @@ func keepAnswers(t *testing.T, absRoot string) {
 		_ = os.RemoveAll(answers)
 		_ = os.Rename(kept, answers)
 	})
+}
+
+// lockAnswers takes the workshop directory for one rehearsal (an exclusive flock, held until
+// unlock), or says that another rehearsal has it.
+func lockAnswers(workshop string) (unlock func(), err error) {
+	lock, err := os.Open(workshop)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = lock.Close()
+		return nil, fmt.Errorf("another rehearsal is using %s/answers (flock: %w): the rehearsals in one checkout run one after the other, as make test-rehearsal runs them", workshop, err)
+	}
+	return func() { _ = lock.Close() }, nil
 }
 
 func TestRehearseWorkshop(t *testing.T) {
