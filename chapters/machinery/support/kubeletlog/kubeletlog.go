@@ -77,8 +77,10 @@ func ToFile(path string) (string, func(), error) {
 	if temporary {
 		f, err = createTemp()
 	} else {
-		// A file the reader names is theirs: never overwritten, also not by a second run.
-		f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+		// A file the reader names is theirs: never overwritten, also not by a second run. Only
+		// they may read it: at -v=8 the kubelet logs the TokenReview bodies it sends, bearer
+		// tokens included.
+		f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 		if errors.Is(err, fs.ErrExist) {
 			return "", nil, fmt.Errorf("kubelet log %s: the file exists; name a new one (it is never overwritten): %w", path, err)
 		}

@@ -37,6 +37,10 @@ func TestToFile(t *testing.T) {
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	assert.Contains(t, string(data), `"to the file"`)
+	// Only its owner reads it: at -v=8 a kubelet's log holds bearer tokens.
+	info, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Zero(t, info.Mode().Perm()&0o077, "the log is %v: readable by others", info.Mode().Perm())
 
 	// A file that exists is the reader's: refused, and left as it was.
 	_, _, err = ToFile(path)
@@ -49,6 +53,9 @@ func TestToFile(t *testing.T) {
 	name, restore, err = ToFile("")
 	require.NoError(t, err)
 	assert.FileExists(t, name)
+	info, err = os.Stat(name)
+	require.NoError(t, err)
+	assert.Zero(t, info.Mode().Perm()&0o077, "the temporary log is %v: readable by others", info.Mode().Perm())
 	restore()
 	assert.NoFileExists(t, name, "a temporary log is removed")
 
