@@ -198,7 +198,8 @@ func (o *clientOptions) checkNumbers() error {
 // expects it to matter, and a silently ignored --kubelet-ca-file or --token-file is a wrong
 // belief about what was checked or sent.
 func (o *clientOptions) noIgnoredFlags(flags *pflag.FlagSet) error {
-	plainHTTP := strings.HasPrefix(o.kubeletURL, "http://")
+	// A URL's scheme is case-insensitive (RFC 3986): HTTP://… is plain HTTP too.
+	plainHTTP := len(o.kubeletURL) >= len("http://") && strings.EqualFold(o.kubeletURL[:len("http://")], "http://")
 	auth := o.opts.Auth
 	rules := []struct {
 		ignored bool

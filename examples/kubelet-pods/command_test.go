@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -103,6 +104,8 @@ func TestNoCredentialsOverPlainHTTP(t *testing.T) {
 	withBasic := e.apiserver.Kubeconfig(t, e.pki, fakecluster.User{Username: "u", Password: basicPassword})
 	withCert := e.apiserver.Kubeconfig(t, e.pki, fakecluster.User{CertFile: certFile, KeyFile: keyFile})
 	inPod := fakecluster.ServiceAccountDir(t, podToken, "")
+	// The pod's in-cluster configuration authenticates with the mounted token itself.
+	inCluster := e.apiserver.Kubeconfig(t, e.pki, fakecluster.User{TokenFile: filepath.Join(inPod, "token")})
 	url := e.plain.URL
 
 	tests := []struct {
@@ -112,7 +115,7 @@ func TestNoCredentialsOverPlainHTTP(t *testing.T) {
 		wantIn string // in the error
 	}{
 		{"auto: the minted ServiceAccount token", "", []string{"--kubeconfig", withToken, "--kubelet-url", url}, "over plain http://"},
-		{"auto in a pod: the pod's token", inPod, []string{"--kubelet-url", url}, "bearer token from " + inPod},
+		{"auto in a pod: the pod's token", inPod, []string{"--kubeconfig", inCluster, "--kubelet-url", url}, "bearer token from " + inPod},
 		{"--auth=token", "", []string{"--kubelet-url", url, "--auth=token", "--token-file", fakecluster.TokenFile(t, fileToken)}, "add --auth=none"},
 		{"--token-file with auto", "", []string{"--kubelet-url", url, "--token-file", fakecluster.TokenFile(t, fileToken)}, "add --auth=none"},
 		{"--auth=kubeconfig, a bearer token", "", []string{"--kubeconfig", withToken, "--kubelet-url", url, "--auth=kubeconfig"}, "the kubeconfig's own credentials"},
@@ -231,6 +234,7 @@ func TestAutoDoesNotForwardKubeconfigCredentials(t *testing.T) {
 	kubeconfig := e.apiserver.Kubeconfig(t, e.pki, fakecluster.User{Token: kubeconfigToken})
 	withCert := e.apiserver.Kubeconfig(t, e.pki, fakecluster.User{CertFile: certFile, KeyFile: keyFile})
 	inPod := fakecluster.ServiceAccountDir(t, podToken, e.pki.CAFile)
+	inCluster := e.apiserver.Kubeconfig(t, e.pki, fakecluster.User{TokenFile: filepath.Join(inPod, "token")})
 
 	tests := []struct {
 		name       string
@@ -242,7 +246,8 @@ func TestAutoDoesNotForwardKubeconfigCredentials(t *testing.T) {
 	}{
 		{"auto, a kubeconfig token: the minted token goes", "", []string{"--kubeconfig", kubeconfig, "--node", "n1"}, "Bearer " + mintedToken, "", true},
 		{"auto, a kubeconfig certificate: the minted token goes, no certificate", "", []string{"--kubeconfig", withCert, "--node", "n1"}, "Bearer " + mintedToken, "", true},
-		{"auto in a pod: the pod's token, nothing minted", inPod, []string{"--kubeconfig", kubeconfig, "--node", "n1"}, "Bearer " + podToken, "", false},
+		{"auto in a pod, its in-cluster configuration: the pod's token, nothing minted", inPod, []string{"--kubeconfig", inCluster, "--node", "n1"}, "Bearer " + podToken, "", false},
+		{"auto in a pod, another cluster's kubeconfig: the pod's token stays in its cluster, a token is minted", inPod, []string{"--kubeconfig", kubeconfig, "--node", "n1"}, "Bearer " + mintedToken, "", true},
 		{"--auth=kubeconfig: the user's token, because asked", "", []string{"--kubeconfig", kubeconfig, "--node", "n1", "--auth=kubeconfig"}, "Bearer " + kubeconfigToken, "", false},
 		{"--auth=kubeconfig: the user's certificate, because asked", "", []string{"--kubeconfig", withCert, "--node", "n1", "--auth=kubeconfig"}, "", "the-user", false},
 		{"--token-file", "", []string{"--kubeconfig", kubeconfig, "--node", "n1", "--token-file", fakecluster.TokenFile(t, fileToken)}, "Bearer " + fileToken, "", false},
@@ -263,6 +268,9 @@ func TestAutoDoesNotForwardKubeconfigCredentials(t *testing.T) {
 			for _, req := range e.apiserver.Requests() {
 				if strings.HasSuffix(req.Path, "/token") {
 					minted = append(minted, req)
+				}
+				if tt.wantAuth != "Bearer "+podToken {
+					assert.NotContains(t, req.Authorization, podToken, "the pod's token went to the apiserver: %s %s", req.Method, req.Path)
 				}
 			}
 			if !tt.wantMinted {
@@ -332,6 +340,7 @@ func TestIgnoredFlagsAreErrors(t *testing.T) {
 		{[]string{"--kubelet-url", e.plain.URL, "--auth=none", "--kubelet-ca-file", e.pki.CAFile}, "kubelet-ca-file"},
 		{[]string{"--kubelet-url", e.plain.URL, "--auth=none", "--insecure-skip-tls-verify"}, "insecure-skip-tls-verify"},
 		{[]string{"--kubelet-url", e.plain.URL, "--auth=none", "--http1"}, "http1"},
+		{[]string{"--kubelet-url", strings.Replace(e.plain.URL, "http://", "HTTP://", 1), "--auth=none", "--kubelet-ca-file", e.pki.CAFile}, "kubelet-ca-file"},
 		{[]string{"--node", "n1", "--auth=kubeconfig", "--token-file", token}, "token-file"},
 		{[]string{"--node", "n1", "--auth=none", "--token-file", token}, "token-file"},
 		{[]string{"--node", "n1", "--auth=token", "--token-file", token, "--service-account", "a/b"}, "service-account"},
@@ -345,14 +354,17 @@ func TestIgnoredFlagsAreErrors(t *testing.T) {
 		})
 	}
 
-	// Decided by the library, where the flag's meaning depends on what it finds.
+	// Decided by the library, where the flag's meaning depends on what it finds: in a pod, with
+	// its in-cluster configuration.
+	inPod := fakecluster.ServiceAccountDir(t, podToken, "")
+	inCluster := e.apiserver.Kubeconfig(t, e.pki, fakecluster.User{TokenFile: filepath.Join(inPod, "token")})
 	for name, args := range map[string][]string{
 		"--allow-credentials-to-unverified-kubelet without --insecure-skip-tls-verify": {"--kubelet-url", e.kubelet.URL, "--auth=none", "--allow-credentials-to-unverified-kubelet"},
 		"--service-account in a pod, where the pod's token is used":                    {"--kubelet-url", e.kubelet.URL, "--service-account", "a/b"},
 		"--kubelet-ca-file with --insecure-skip-tls-verify":                            {"--kubelet-url", e.kubelet.URL, "--auth=none", "--insecure-skip-tls-verify", "--kubelet-ca-file", e.pki.CAFile},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, _, err := e.runIn(t, fakecluster.ServiceAccountDir(t, podToken, ""), append([]string{"--kubeconfig", kc}, args...)...)
+			_, _, err := e.runIn(t, inPod, append([]string{"--kubeconfig", inCluster}, args...)...)
 			require.Error(t, err)
 			assert.Empty(t, e.kubelet.Requests())
 		})

@@ -18,20 +18,29 @@ import (
 // the kubeconfig names an http:// server (kubectl proxy's, say): the check fails, saying why.
 func TestDoctorSendsNoTokenOverPlainHTTP(t *testing.T) {
 	e := newEnv(t)
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\ncurrent-context: plain\n"+
-		"clusters:\n- name: plain\n  cluster:\n    server: "+e.plain.URL+"\n"+
-		"contexts:\n- name: plain\n  context:\n    cluster: plain\n    user: plain\n"+
-		"users:\n- name: plain\n  user: {}\n"), 0o600))
+	kubeconfig := func(user string) string {
+		path := filepath.Join(t.TempDir(), "kubeconfig")
+		require.NoError(t, os.WriteFile(path, []byte("apiVersion: v1\nkind: Config\ncurrent-context: plain\n"+
+			"clusters:\n- name: plain\n  cluster:\n    server: "+e.plain.URL+"\n"+
+			"contexts:\n- name: plain\n  context:\n    cluster: plain\n    user: plain\n"+
+			"users:\n- name: plain\n  user: "+user+"\n"), 0o600))
+		return path
+	}
+	inPod := fakecluster.ServiceAccountDir(t, podToken, "")
 
+	// In a pod with a kubeconfig of another server, the pod's token is not the credentials at all
+	// (it belongs to the pod's own cluster): a token would be minted instead, which is refused
+	// over http:// before doctor runs.
 	tests := []struct {
-		name   string
-		saDir  string
-		args   []string
-		secret string
+		name       string
+		saDir      string
+		kubeconfig string
+		args       []string
+		secret     string
+		wantErr    string // before doctor's checks; "" when doctor reports them
 	}{
-		{"--token-file", "", []string{"--token-file", fakecluster.TokenFile(t, fileToken)}, fileToken},
-		{"in a pod: the pod's token", fakecluster.ServiceAccountDir(t, podToken, ""), nil, podToken},
+		{"--token-file", "", kubeconfig("{}"), []string{"--token-file", fakecluster.TokenFile(t, fileToken)}, fileToken, ""},
+		{"in a pod, another server's kubeconfig: the pod's token", inPod, kubeconfig("{}"), nil, podToken, "refusing to send a TokenRequest"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -40,10 +49,15 @@ func TestDoctorSendsNoTokenOverPlainHTTP(t *testing.T) {
 			if tt.saDir != "" {
 				dir = tt.saDir
 			}
-			stdout, stderr, err := e.runIn(t, dir, append([]string{"doctor", "--kubeconfig", kubeconfig, "--node", "n1", "-o", "json"}, tt.args...)...)
+			stdout, stderr, err := e.runIn(t, dir, append([]string{"doctor", "--kubeconfig", tt.kubeconfig, "--node", "n1", "-o", "json"}, tt.args...)...)
 			require.Error(t, err)
 			for _, req := range e.plain.Requests() {
 				assert.NotContains(t, req.Authorization, tt.secret, "%s %s", req.Method, req.Path)
+			}
+			assert.NotContains(t, stdout+stderr+err.Error(), tt.secret)
+			if tt.wantErr != "" {
+				assert.Contains(t, err.Error(), tt.wantErr)
+				return
 			}
 			var checks []agent.Check
 			require.NoError(t, json.Unmarshal([]byte(stdout), &checks))

@@ -28,9 +28,10 @@ type AuthMode string
 
 const (
 	// AuthAuto chooses, in this order: --token-file if given; the pod's own ServiceAccount token
-	// when running in a pod; outside a pod, a short-lived token minted for Options.ServiceAccount
-	// (AuthServiceAccount). It never picks the kubeconfig's credentials: those are the user's own,
-	// and a kubelet has no business holding them. Over http:// it sends nothing.
+	// when the apiserver configuration is the pod's in-cluster one (inCluster); otherwise a
+	// short-lived token minted for Options.ServiceAccount (AuthServiceAccount). It never picks the
+	// kubeconfig's credentials: those are the user's own, and a kubelet has no business holding
+	// them. Over http:// it sends nothing.
 	AuthAuto AuthMode = "auto"
 	// AuthToken sends the bearer token read from a file, re-read when it changes on disk.
 	AuthToken AuthMode = "token"
@@ -75,10 +76,13 @@ func (c *Client) resolveAuth(cfg *rest.Config, apiserver *rest.Config) (credenti
 		switch {
 		case o.TokenFile != "":
 			mode = AuthToken
-		case fileExists(saToken):
+		case fileExists(saToken) && inCluster(apiserver, saToken):
 			mode, o.TokenFile = AuthToken, saToken
 		case apiserver != nil:
 			mode = AuthServiceAccount
+		case fileExists(saToken):
+			return credentials{}, errors.New("no credentials for the kubelet: the pod's ServiceAccount token (" + saToken + ") goes only to its own cluster, " +
+				"and there is no in-cluster configuration to say which that is. Give " + o.Names.name("TokenFile") + " to send it anyway, or " + o.Names.set("Auth", "none"))
 		default:
 			return credentials{}, errors.New("no credentials for the kubelet: give " + o.Names.name("TokenFile") + ", run in a pod with a " +
 				"ServiceAccount token, use a kubeconfig (a token is then requested for " + o.ServiceAccount + "), or " + o.Names.set("Auth", "none"))
@@ -126,6 +130,16 @@ func (c *Client) resolveAuth(cfg *rest.Config, apiserver *rest.Config) (credenti
 		return credentials{mode, "none (anonymous)"}, nil
 	}
 	return credentials{}, fmt.Errorf("unknown %s %q: use auto, token, serviceaccount, kubeconfig or none", o.Names.name("Auth"), mode)
+}
+
+// inCluster says whether the apiserver configuration is the pod's own in-cluster one: it
+// authenticates with the mounted token itself, as rest.InClusterConfig's does
+// (staging/src/k8s.io/client-go/rest/config.go#L546-L577 (func InClusterConfig)). The mounted
+// token belongs to that cluster only: with a kubeconfig of another cluster — a CI runner's pod
+// of cluster A reading cluster B — it would go to B's kubelets, and doctor would show it to B's
+// apiserver.
+func inCluster(apiserver *rest.Config, saToken string) bool {
+	return apiserver != nil && apiserver.BearerTokenFile != "" && filepath.Clean(apiserver.BearerTokenFile) == filepath.Clean(saToken)
 }
 
 // CredentialsConfig is a configuration for the apiserver that carries the credentials the

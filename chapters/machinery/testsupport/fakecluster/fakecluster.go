@@ -185,6 +185,9 @@ type KubeletOptions struct {
 	TLS *tls.Config
 	// Pods are served on /pods.
 	Pods []corev1.Pod
+	// Address is the host:port to listen on; default 127.0.0.1 and a free port. Kubelets of
+	// several nodes listen on one port at different addresses (127.0.0.2:P, 127.0.0.3:P).
+	Address string
 }
 
 // NoServingCertificate is a TLS configuration with no certificate, whose GetCertificate fails as
@@ -205,6 +208,12 @@ func NewKubelet(t testing.TB, opts KubeletOptions) *Kubelet {
 	k := &Kubelet{Recorder: &Recorder{}, pods: opts.Pods}
 	k.Server = httptest.NewUnstartedServer(http.HandlerFunc(k.serve))
 	k.Server.Config.ErrorLog = quiet // refused handshakes are what some tests are about
+	if opts.Address != "" {
+		l, err := net.Listen("tcp", opts.Address)
+		must(t, err)
+		_ = k.Server.Listener.Close()
+		k.Server.Listener = l
+	}
 	if opts.TLS != nil {
 		k.Server.TLS = opts.TLS
 		k.Server.StartTLS()
@@ -488,7 +497,9 @@ func writeStatus(w http.ResponseWriter, code int, reason metav1.StatusReason, me
 
 // User is how a kubeconfig's user authenticates.
 type User struct {
-	Token              string
+	Token string
+	// TokenFile is read as the token, as an in-cluster configuration reads the pod's.
+	TokenFile          string
 	Username, Password string
 	CertFile, KeyFile  string
 }
@@ -501,6 +512,9 @@ func (a *APIServer) Kubeconfig(t testing.TB, p *PKI, user User) string {
 	u.WriteString("  user:\n")
 	if user.Token != "" {
 		u.WriteString("    token: " + user.Token + "\n")
+	}
+	if user.TokenFile != "" {
+		u.WriteString("    tokenFile: " + user.TokenFile + "\n")
 	}
 	if user.Username != "" {
 		u.WriteString("    username: " + user.Username + "\n    password: " + user.Password + "\n")
