@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -103,6 +104,9 @@ type Client struct {
 	apiserverREST, kubeletREST *rest.Config
 	// Credentials says, for the log and the reader, which credentials the kubelet gets.
 	Credentials string
+	// named maps the host:port a URL names a kubelet by (Options.TLSServerName read from its Node)
+	// to the address dialed for it: the transport pools connections by that name.
+	named sync.Map
 }
 
 // New makes a Client. apiserver may be nil: then only FetchURL works, with a token or nothing.
@@ -442,8 +446,12 @@ func (c *Client) GetURL(ctx context.Context, rawURL string, ep ReadEndpoint) Res
 	return c.fetch(ctx, rawURL, ep, "")
 }
 
-// fetch asks the kubelet at base for ep. With serverName, the URL names the kubelet by that
-// name (so TLS checks the certificate against it) and the dialer connects to base's address.
+// fetch asks the kubelet at base for ep. With serverName, TLS checks the kubelet's certificate
+// against that name. A literal name (Options.TLSServerName) is the transport's, for every node;
+// a name read from each Node (an address type) goes into the URL, and the dialer connects to
+// base's address. Such a URL names its connection in the transport's pool, which is keyed by
+// the URL's host: one name for two addresses would have the second node's request reuse the
+// first node's connection, and report its pods under the wrong node — refused instead.
 func (c *Client) fetch(ctx context.Context, base string, ep ReadEndpoint, serverName string) Result {
 	target := strings.TrimSuffix(base, "/") + "/" + ep.Path
 	r := Result{Via: "kubelet", URL: RedactURL(target)}
@@ -473,10 +481,17 @@ func (c *Client) fetch(ctx context.Context, base string, ep ReadEndpoint, server
 		return r
 	}
 	if serverName != "" {
+		r.ServerName = serverName
+	}
+	if serverName != "" && c.kubeletREST.ServerName == "" {
 		dialed := u.Host
 		u.Host = net.JoinHostPort(serverName, u.Port())
+		if other, taken := c.named.LoadOrStore(strings.ToLower(u.Host), dialed); taken && other.(string) != dialed {
+			r.Err = fmt.Errorf("the kubelet at %s and the one at %s both give %s as their %s: one name cannot stand for two connections. "+
+				"Check their certificates against another address type, or a literal name (%s)", dialed, other, serverName, c.opts.TLSServerName, c.opts.Names.name("TLSServerName"))
+			return r
+		}
 		ctx = context.WithValue(ctx, dialAddressKey{}, dialAddress{named: u.Host, address: dialed})
-		r.ServerName = serverName
 	}
 	// Whether TCP connected tells a kubelet that is slow from one that cannot be reached.
 	var connected atomic.Bool
