@@ -56,11 +56,28 @@ func NewConfigCommand(ctx context.Context) *cobra.Command {
 	return cmd
 }
 
+// maxConfigBytes bounds the file: a kubelet configuration is a few kilobytes.
+const maxConfigBytes = 1 << 20
+
 // validate checks the flag before anything is loaded: the kubelet's loader reads "" as the
-// working directory and says only that it is a directory.
+// working directory and says only that it is a directory. It reads the whole file at once
+// (os.ReadFile), so /dev/zero would grow until the process is killed, and a FIFO would wait
+// for a writer for ever: a regular file of at most maxConfigBytes, then. A file that does not
+// exist is left to the loader, whose words the kubelet would print.
 func (o *configOptions) validate() error {
 	if o.config == "" {
 		return errors.New(`--config "": name a kubelet configuration file (chapter 03 runs on flag defaults alone)`)
+	}
+	info, err := os.Stat(o.config)
+	switch {
+	case err != nil:
+		return nil
+	case info.IsDir():
+		return fmt.Errorf("--config %s: a directory; name a kubelet configuration file", o.config)
+	case !info.Mode().IsRegular():
+		return fmt.Errorf("--config %s: not a regular file (%s); name a kubelet configuration file", o.config, info.Mode().Type())
+	case info.Size() > maxConfigBytes:
+		return fmt.Errorf("--config %s: %d bytes, more than a kubelet configuration file holds (at most %d)", o.config, info.Size(), maxConfigBytes)
 	}
 	return nil
 }
