@@ -19,13 +19,20 @@ import (
 
 // NodeName checks a node name as the apiserver does (a DNS-1123 subdomain, lower case): the
 // kubelet names its static pods <name>-<node>, and a name the apiserver refuses would fail only
-// minutes later, as pods that never appear.
+// minutes later, as pods that never appear. The kubelet also puts it, as its hostname
+// (--hostname-override), in the Node's kubernetes.io/hostname label
+// (pkg/kubelet/kubelet_node_status.go#L309 (v1.LabelHostname: kl.hostname)), whose value is at
+// most 63 characters: a longer name is a Node the apiserver refuses, and a node that never
+// registers.
 func NodeName(flag, name string) error {
 	if name == "" {
 		return fmt.Errorf("%s %q: must not be empty", flag, name)
 	}
 	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
 		return fmt.Errorf("%s %q: %s", flag, name, strings.Join(msgs, "; "))
+	}
+	if len(name) > validation.LabelValueMaxLength {
+		return fmt.Errorf("%s %q: %d characters; at most %d, since the kubelet puts the name in the Node's kubernetes.io/hostname label, and the apiserver refuses a longer label value", flag, name, len(name), validation.LabelValueMaxLength)
 	}
 	return nil
 }

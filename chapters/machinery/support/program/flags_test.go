@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +20,9 @@ func TestNodeName(t *testing.T) {
 		{"", `--node-name "": must not be empty`},
 		{"Walkthrough", `--node-name "Walkthrough": a lowercase RFC 1123 subdomain`},
 		{"bad_name", `--node-name "bad_name": a lowercase RFC 1123 subdomain`},
+		{strings.Repeat("n", 63), ""},
+		{strings.Repeat("n", 64), `64 characters; at most 63, since the kubelet puts the name in the Node's kubernetes.io/hostname label`},
+		{strings.Repeat("a", 62) + "." + strings.Repeat("b", 62), `125 characters; at most 63`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
