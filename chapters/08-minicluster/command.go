@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/printers"
@@ -341,16 +342,33 @@ func interrupted(ctx context.Context, err error) error {
 }
 
 // checkKubeconfig checks, before anything starts, that the cluster's entries can be merged into
-// the kubeconfig at path: a new file in a directory that exists, or a kubeconfig that names no
-// cluster, context or user as the cluster's do (merged in, they would replace the reader's, and
-// taking them out on exit would lose them), and that no other user can read (the cluster's admin
-// key goes into it).
+// the kubeconfig at path: a new file in a directory that exists and this user may write, or a
+// kubeconfig this user may write that names no cluster, context or user as the cluster's do
+// (merged in, they would replace the reader's, and taking them out on exit would lose them), and
+// that no other user can read (the cluster's admin key goes into it).
 func checkKubeconfig(path string) error {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return program.Absent("--kubeconfig", path)
+		if err := program.Absent("--kubeconfig", path); err != nil {
+			return err
+		}
+		if err := unix.Access(filepath.Dir(path), unix.W_OK); err != nil {
+			return fmt.Errorf("--kubeconfig %s: its directory is not yours to write (%w), and the cluster's context would go into a new file there", path, err)
+		}
+		return nil
 	}
 	if err != nil {
+		return fmt.Errorf("--kubeconfig %s: %w", path, err)
+	}
+	// Opened for writing and closed, nothing written: the merge writes it once the cluster runs.
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if pathErr := (*fs.PathError)(nil); errors.As(err, &pathErr) {
+		return fmt.Errorf("--kubeconfig %s: not yours to write (%w), and the cluster's context would be merged into it", path, pathErr.Err)
+	}
+	if err != nil {
+		return fmt.Errorf("--kubeconfig %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
 		return fmt.Errorf("--kubeconfig %s: %w", path, err)
 	}
 	existing, err := loadKubeconfig(data)

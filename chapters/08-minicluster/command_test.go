@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/nobody"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/validtable"
 )
 
@@ -174,6 +175,29 @@ func TestKubeconfigOthersCanReadIsRefused(t *testing.T) {
 	unmerge, err := mergeKubeconfig(ours, path)
 	require.NoError(t, err)
 	require.NoError(t, unmerge())
+}
+
+// A kubeconfig, or a directory for a new one, that this user may not write is refused before the
+// cluster starts, not when the merge fails after it did. Root writes anything: as root the test
+// runs again as nobody.
+func TestKubeconfigNotYoursToWriteIsRefused(t *testing.T) {
+	if nobody.Rerun(t) {
+		return
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config")
+	original := mustWrite(t, kubeconfigWith("minikube", "https://192.168.49.2:8443"))
+	require.NoError(t, os.WriteFile(path, original, 0o400))
+	assert.ErrorContains(t, checkKubeconfig(path), "--kubeconfig "+path+": not yours to write (permission denied)")
+
+	readOnly := filepath.Join(dir, "read-only")
+	require.NoError(t, os.Mkdir(readOnly, 0o500))
+	t.Cleanup(func() { _ = os.Chmod(readOnly, 0o700) })
+	assert.ErrorContains(t, checkKubeconfig(filepath.Join(readOnly, "config")), "its directory is not yours to write (permission denied)")
+
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, string(original), string(data), "nothing written")
 }
 
 func mustWrite(t *testing.T, cfg *clientcmdapi.Config) []byte {
