@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -62,6 +63,11 @@ func (o *debugOptions) validate() error {
 		}
 		if st.IsDir() || st.Mode()&0o111 == 0 {
 			return fmt.Errorf("--dlv %s: not an executable file", o.dlv)
+		}
+		// The file checked is the file run: a bare name ("dlv") would otherwise be looked up in
+		// PATH by exec, and run whatever Delve is there rather than ./dlv.
+		if o.dlv, err = filepath.Abs(o.dlv); err != nil {
+			return fmt.Errorf("--dlv %s: %w", o.dlv, err)
 		}
 	}
 	return nil

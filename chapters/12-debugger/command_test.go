@@ -35,6 +35,17 @@ func TestValidate(t *testing.T) {
 	})
 }
 
+// --dlv dlv is the ./dlv that was checked, not whatever Delve PATH finds first: the path run is
+// the file validated.
+func TestDlvIsTheFileChecked(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "dlv"), []byte("#!/bin/sh\n"), 0o700))
+	t.Chdir(dir)
+	o := &debugOptions{frames: 3, timeout: time.Minute, dlv: "dlv"}
+	require.NoError(t, o.validate())
+	assert.Equal(t, filepath.Join(dir, "dlv"), o.dlv)
+}
+
 // The chapter's client (service/rpc2, in the main go.mod) and the Delve it drives (built from
 // chapters/machinery/support/delve) are one version: a client speaks the API of its own release.
 func TestDelvePinsAgree(t *testing.T) {
