@@ -12,9 +12,8 @@
 //     modules, the client's light dependency graph;
 //   - layout_test.go: the README's layout section and the tree agree;
 //   - linkname_test.go: every //go:linkname declaration against the pinned source;
-//   - makefile_test.go, mains_test.go, platforms_test.go, prerequisites_test.go, bench_test.go:
-//     the Makefile's test commands, one shape of main, where each chapter runs, make test's
-//     prerequisites, the benchmarks' ratios;
+//   - makefile_test.go, platforms_test.go, prerequisites_test.go, bench_test.go: the Makefile's
+//     test commands, where each chapter runs, make test's prerequisites, the benchmarks' ratios;
 //   - skips_test.go: every skip goes through chapters/machinery/testsupport/tier (which fails under CI=true
 //     what CI promises), but for the few listed, each saying why it is not a tier's.
 //

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 
@@ -21,14 +20,13 @@ type layoutEntry struct {
 }
 
 var (
-	layoutLine   = regexp.MustCompile(`^(\S+/)\s+(.*)$`)
-	parenthesis  = regexp.MustCompile(`\(([a-z, \n]+)\)`)
-	exceptionsRe = regexp.MustCompile(`(?i)\b(no|one|two|three) exceptions?\b`)
+	layoutLine  = regexp.MustCompile(`^(\S+/)\s+(.*)$`)
+	parenthesis = regexp.MustCompile(`\(([a-z, \n]+)\)`)
 )
 
 // readLayout reads the README's "## Layout" block: each entry's path, and the package names of
 // its description's parentheses (the description may go on over the lines below it).
-func readLayout(t *testing.T) ([]layoutEntry, string) {
+func readLayout(t *testing.T) []layoutEntry {
 	t.Helper()
 	data, err := os.ReadFile("../README.md")
 	require.NoError(t, err)
@@ -37,7 +35,7 @@ func readLayout(t *testing.T) ([]layoutEntry, string) {
 	section, _, _ = strings.Cut(section, "\n## ")
 	_, block, found := strings.Cut(section, "```\n")
 	require.True(t, found)
-	block, prose, found := strings.Cut(block, "```\n")
+	block, _, found = strings.Cut(block, "```\n")
 	require.True(t, found)
 	var entries []layoutEntry
 	var text []string
@@ -66,7 +64,7 @@ func readLayout(t *testing.T) ([]layoutEntry, string) {
 		}
 	}
 	flush()
-	return entries, prose
+	return entries
 }
 
 // subdirs lists the directories under dir that hold Go packages, by name.
@@ -85,10 +83,9 @@ func subdirs(t *testing.T, dir string) []string {
 
 // TestLayout holds the README's layout section to the tree: chapters/ holds the lessons and one
 // other entry, machinery/, with its README; every directory of machinery/ has its line, every
-// line's directory exists, the packages each line names are those there; notes/ is prose only;
-// and the import exceptions the prose counts are those the import rules allow.
+// line's directory exists, the packages each line names are those there; notes/ is prose only.
 func TestLayout(t *testing.T) {
-	entries, prose := readLayout(t)
+	entries := readLayout(t)
 	require.NotEmpty(t, entries)
 	listed := map[string]layoutEntry{}
 	for _, e := range entries {
@@ -134,46 +131,6 @@ func TestLayout(t *testing.T) {
 	}
 	assert.ElementsMatch(t, introduced, listed["chapters/NN-name/"].packages, "the packages README.md says the chapters introduce")
 
-	// "one exception": as many as the import rules allow.
-	m := exceptionsRe.FindStringSubmatch(prose)
-	require.NotNil(t, m, "README.md's layout section says how many import exceptions there are")
-	count := slices.Index([]string{"no", "one", "two", "three"}, strings.ToLower(m[1]))
-	assert.Equal(t, len(forwardImports), count, "README.md says %q; the import rules allow %d", m[0], len(forwardImports))
-}
-
-// clientChapterLimit is how many non-test Go lines chapters/10-client may hold, its package
-// included: the lesson (discovery, the token, verified TLS, GET /pods, the failover) read in one
-// sitting; the production tool on it is examples/kubelet-pods.
-const clientChapterLimit = 1500
-
-// goLines counts the lines of the Go files under dir, subdirectories included, but the tests'.
-func goLines(t *testing.T, dir string) int {
-	t.Helper()
-	lines := 0
-	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		lines += strings.Count(string(data), "\n")
-		return err
-	})
-	require.NoError(t, err)
-	return lines
-}
-
-// TestClientChapterSize holds chapter 10 to a lesson's size.
-func TestClientChapterSize(t *testing.T) {
-	lines := goLines(t, "10-client")
-	require.Positive(t, lines, "chapters/10-client holds Go code")
-	assert.LessOrEqual(t, lines, clientChapterLimit, "chapters/10-client holds %d non-test Go lines: the lesson belongs there, the tool's features in examples/kubelet-pods", lines)
-
-	dir := t.TempDir()
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, "sub"), 0o755))
-	for name, text := range map[string]string{"a.go": "package a\n\nfunc A() {}\n", "sub/b.go": "package b\n", "a_test.go": "package a\n\n\n", "README.md": "x\n"} {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644))
-	}
-	assert.Equal(t, 4, goLines(t, dir), "code in subpackages counts; tests and prose do not")
 }
 
 var markdownLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
