@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// `lab trace save FILE` and `lab trace check FILE`: make test's stages (.ci/stages) save this
-// machine's Trace before their first test stage and check after each that nothing was added —
+// `lab trace save FILE` and `lab trace check FILE`: make test (.ci/timed) saves this machine's
+// Trace before its first test stage and checks after its stages that nothing was added —
 // a rule in the host's netfilter, a file in /etc, a cgroup, what a Docker engine, containerd, a
 // kubelet or minikube makes at its default places. On a machine that never ran the suite the
 // first stage to change it fails, naming what it left.

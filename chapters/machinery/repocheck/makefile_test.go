@@ -80,23 +80,6 @@ func TestCleanTmp(t *testing.T) {
 	}
 }
 
-// TestMakefileReadsInAMinute: the Makefile says what each target does and stays short; recipes
-// that need more live in scripts (.ci/) or in an included file of their own (the lab's builds,
-// chapters/machinery/lab/lab.mk).
-func TestMakefileReadsInAMinute(t *testing.T) {
-	data, err := os.ReadFile("../Makefile")
-	require.NoError(t, err)
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	assert.LessOrEqual(t, len(lines), 160, "the Makefile's lines")
-	target := regexp.MustCompile(`^([a-zA-Z0-9_%-]+):([^=]|$)`)
-	targetVariable := regexp.MustCompile(`^[a-zA-Z0-9_%-]+: [A-Z_]+ *[?:]?=`) // a target-specific variable, not a rule
-	for i, line := range lines {
-		if m := target.FindStringSubmatch(line); m != nil && m[1] != ".PHONY" && !targetVariable.MatchString(line) {
-			assert.Contains(t, line, "## ", "Makefile:%d: target %s says what it does (## …)", i+1, m[1])
-		}
-	}
-}
-
 // TestPrivateDir: make debug-%'s socket directory (.ci/private-dir) is made for its user alone,
 // and one that another user can open is refused, saying why.
 func TestPrivateDir(t *testing.T) {
