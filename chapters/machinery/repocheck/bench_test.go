@@ -4,9 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -186,22 +184,9 @@ func TestSideBySideBenchmarksReportRatios(t *testing.T) {
 	var problems []string
 	var ratios []ratio
 	benchmarks := 0
-	err = filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && path != ".." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		benchmarks += strings.Count(string(src), "\nfunc Benchmark")
-		p, r, err := sideBySideProblems(path, src)
+	err = walkGoFiles("..", 0, tests, func(f goFile) error {
+		benchmarks += strings.Count(string(f.src), "\nfunc Benchmark")
+		p, r, err := sideBySideProblems(f.rel, f.src)
 		problems = append(problems, p...)
 		ratios = append(ratios, r...)
 		return err

@@ -16,7 +16,6 @@ import (
 	"go/parser"
 	"go/token"
 	"go/types"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,28 +39,8 @@ type linkname struct {
 // in a string literal (as in TestFindLinknames) is not one.
 func findLinknames(root string) ([]linkname, error) {
 	var out []linkname
-	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "vendor") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.ParseComments|parser.SkipObjectResolution)
-		if err != nil {
-			return fmt.Errorf("parse %s: %w", path, err)
-		}
-		rel, err := filepath.Rel(root, path)
-		if err != nil {
-			return err
-		}
+	err := walkGoFiles(root, parser.ParseComments|parser.SkipObjectResolution, all, func(g goFile) error {
+		f, fset, rel := g.file, g.fset, g.rel
 		for _, group := range f.Comments {
 			for _, c := range group.List {
 				fields := strings.Fields(c.Text)

@@ -4,12 +4,8 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -102,43 +98,17 @@ func TestSkipsGoThroughTier(t *testing.T) {
 	root := ".."
 	seen := map[string]bool{}
 	var bare []string
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(root, path)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			switch {
-			case rel != "." && strings.HasPrefix(d.Name(), "."), d.Name() == "testdata", d.Name() == "vendor",
-				rel == "chapters/machinery/testsupport/tier": // the one place that may skip
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(rel, ".go") {
-			return nil
-		}
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		fset := token.NewFileSet()
-		file, err := parser.ParseFile(fset, rel, src, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		for fn, lines := range skipCalls(fset, file) {
-			key := rel + " " + fn
+	// chapters/machinery/testsupport/tier is the one place that may skip.
+	notTier := func(rel string) bool { return rel != "chapters/machinery/testsupport/tier/" }
+	err := walkGoFiles(root, parser.SkipObjectResolution, notTier, func(f goFile) error {
+		for fn, lines := range skipCalls(f.fset, f.file) {
+			key := f.rel + " " + fn
 			if _, ok := notTiers[key]; ok {
 				seen[key] = true
 				continue
 			}
 			for _, line := range lines {
-				bare = append(bare, rel+":"+strconv.Itoa(line)+" ("+fn+")")
+				bare = append(bare, f.rel+":"+strconv.Itoa(line)+" ("+fn+")")
 			}
 		}
 		return nil

@@ -4,12 +4,8 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -219,34 +215,12 @@ func TestStaleMessages(t *testing.T) {
 func TestWaitsSayWhatTheyLastSaw(t *testing.T) {
 	root := ".."
 	var stale, short []string
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	err := walkGoFiles(root, parser.SkipObjectResolution, tests, func(f goFile) error {
+		for _, line := range staleMessages(f.fset, f.file) {
+			stale = append(stale, f.rel+":"+strconv.Itoa(line))
 		}
-		if d.IsDir() {
-			if path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "vendor") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		fset := token.NewFileSet()
-		file, err := parser.ParseFile(fset, path, src, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		for _, line := range staleMessages(fset, file) {
-			stale = append(stale, filepath.ToSlash(rel)+":"+strconv.Itoa(line))
-		}
-		for _, line := range shortWaits(fset, file) {
-			short = append(short, filepath.ToSlash(rel)+":"+strconv.Itoa(line))
+		for _, line := range shortWaits(f.fset, f.file) {
+			short = append(short, f.rel+":"+strconv.Itoa(line))
 		}
 		return nil
 	})
