@@ -33,7 +33,7 @@ var chain = []step{
 		call: "main.kubemarkReplacements(kubeDeps)"},
 	{function: "k8s.io/kubernetes/cmd/kubelet/app.RunKubelet", what: "node name, node IPs, capabilities (chapter 04)"},
 	{function: "k8s.io/kubernetes/cmd/kubelet/app.createAndInitKubelet", what: "NewMainKubelet, BirthCry, garbage collection (chapter 04)"},
-	{function: "k8s.io/kubernetes/pkg/kubelet.NewMainKubelet", what: "builds the Kubelet and its managers (chapter 05)"},
+	{function: "k8s.io/kubernetes/pkg/kubelet.NewMainKubelet", what: "builds the Kubelet and its managers (chapter 04)"},
 	{function: "k8s.io/kubernetes/cmd/kubelet/app.startKubelet", what: "starts Run and the servers, each in a goroutine (chapter 04)"},
 	{function: "k8s.io/kubernetes/pkg/kubelet.(*Kubelet).Run", what: "its modules, then the sync loop (chapter 07)"},
 }
