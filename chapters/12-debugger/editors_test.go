@@ -62,10 +62,11 @@ func readLaunch(t *testing.T) []launchConfig {
 func makeVariable(t *testing.T, name, uname string) string {
 	t.Helper()
 	cmd := exec.Command("make", "--no-print-directory", "-s", "-C", root, "--eval=print-variable: ; @:$(info $("+name+"))", "print-variable")
+	cmd.Env = repo.MakeEnv()
 	if uname != "" {
 		bin := t.TempDir()
 		require.NoError(t, os.WriteFile(filepath.Join(bin, "uname"), []byte("#!/bin/sh\necho "+uname+"\n"), 0o755))
-		cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+		cmd.Env = append(repo.MakeEnv(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	}
 	out, err := cmd.Output()
 	require.NoError(t, err, "make prints %s", name)
@@ -85,7 +86,9 @@ func TestDebugAddressOnlyYouCanUse(t *testing.T) {
 	// A socket in a directory others can open is refused, before anything is built or changed.
 	shared := t.TempDir()
 	require.NoError(t, os.Chmod(shared, 0o755))
-	out, err := exec.Command("make", "--no-print-directory", "-C", root, "-o", "dlv", "debug-01-entrypoint", "DEBUG_ADDR=unix:"+filepath.Join(shared, "dlv.sock")).CombinedOutput()
+	cmd := exec.Command("make", "--no-print-directory", "-C", root, "-o", "dlv", "debug-01-entrypoint", "DEBUG_ADDR=unix:"+filepath.Join(shared, "dlv.sock"))
+	cmd.Env = repo.MakeEnv()
+	out, err := cmd.CombinedOutput()
 	require.Error(t, err)
 	assert.Contains(t, string(out), "error: "+shared+"/: other users can open it")
 	info, err := os.Stat(shared)
@@ -197,7 +200,9 @@ var dlvOnce struct {
 func dlv(t *testing.T) string {
 	t.Helper()
 	dlvOnce.Do(func() {
-		out, err := exec.Command("make", "--no-print-directory", "-C", root, "dlv").CombinedOutput()
+		cmd := exec.Command("make", "--no-print-directory", "-C", root, "dlv")
+		cmd.Env = repo.MakeEnv()
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			dlvOnce.err = fmt.Errorf("make dlv: %w\n%s", err, out)
 			return
@@ -241,6 +246,7 @@ func serveAndAttach(t *testing.T, network, addr string) {
 	}
 	var output bytes.Buffer
 	cmd := exec.Command("make", "--no-print-directory", "-C", root, "debug-01-entrypoint", "DEBUG_ADDR="+debugAddr, "ARGS=--version")
+	cmd.Env = repo.MakeEnv()
 	cmd.Stdout, cmd.Stderr = &output, &output
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(t, cmd.Start())

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/repo"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/tier"
 )
 
@@ -32,7 +33,7 @@ func TestMakeRun(t *testing.T) {
 	tmp := t.TempDir() // TMPDIR of the run: what it leaves there is visible, and no one else's
 	cmd := exec.Command("make", "--no-print-directory", "run")
 	cmd.Dir = ".."
-	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	cmd.Env = append(repo.MakeEnv(), "TMPDIR="+tmp)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)

@@ -36,7 +36,7 @@ var repoRoot = repo.Root()
 func makefileVersions(t *testing.T) map[string]string {
 	t.Helper()
 	cmd := exec.Command("make", "-s", "--no-print-directory", "node-versions")
-	cmd.Dir = repoRoot
+	cmd.Dir, cmd.Env = repoRoot, repo.MakeEnv()
 	out, err := cmd.Output()
 	require.NoError(t, err, "make node-versions")
 	versions := map[string]string{}

@@ -59,3 +59,20 @@ func declares(path string) bool {
 	}
 	return false
 }
+
+// MakeEnv is this process's environment without what a make running it passes to its children
+// (MAKEFLAGS and the rest): a test runs make as a reader types it, not as a step of `make test`.
+// A parent's --output-sync, inherited through MAKEFLAGS, would hold a serving program's output
+// until it exits; its jobserver and command-line variables are the parent's own.
+func MakeEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		key, _, _ := strings.Cut(kv, "=")
+		switch key {
+		case "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEFILES", "MAKEOVERRIDES", "MAKE_TERMOUT", "MAKE_TERMERR":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
