@@ -38,6 +38,10 @@ func NewCheckCommand(ctx context.Context) *cobra.Command {
 				return fmt.Errorf("exercise %q: give its number", args[0])
 			}
 			o.answersSet = cmd.Flags().Changed("answers")
+			// Ctrl-C ends a check cleanly: exercise 16's builds the kubelet and Delve into a
+			// temporary directory, which must go with it.
+			ctx, stop := program.SignalContext(ctx)
+			defer stop()
 			return o.run(ctx, cmd.OutOrStdout(), n)
 		},
 	}

@@ -315,6 +315,9 @@ func goBuild(ctx context.Context, dir, out, pkg string) error {
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
 	cmd.Dir = dir
 	if output, err := cmd.CombinedOutput(); err != nil {
+		if ctx.Err() != nil { // stopped (Ctrl-C), not failed
+			return fmt.Errorf("go build %s: %w", pkg, ctx.Err())
+		}
 		var exit *exec.ExitError
 		if errors.As(err, &exit) {
 			return fmt.Errorf("go build %s: %w\n%s", pkg, err, output)
