@@ -42,7 +42,7 @@ type location struct {
 	line           int
 }
 
-// at is "pod_workers.go:973", as an attendee may write it (a full path ends with it too).
+// at is "file.go:42", as an attendee may write it (a full path ends with it too).
 func (l location) at() string { return fmt.Sprintf("%s:%d", filepath.Base(l.file), l.line) }
 
 // name is the function's own name, without its package and receiver: "UpdatePod".
