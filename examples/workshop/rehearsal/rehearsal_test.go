@@ -479,6 +479,7 @@ func TestRehearseWorkshop(t *testing.T) {
 				}
 			})
 			require.True(t, checked, "exercise %d's README runs `make check EX=%d`", e.Number, e.Number)
+			r.noCredentialLeft(e)
 			t.Logf("exercise %d: FAIL before, PASS after; its commands took %s", e.Number, took[e.Number].Round(100*time.Millisecond))
 		})
 		r.t = t
@@ -500,6 +501,33 @@ func TestRehearseWorkshop(t *testing.T) {
 		assert.LessOrEqual(t, d.Seconds(), 3*float64(row.top), "exercise %d took %s, INSTRUCTOR.md says %d–%d s", row.number, d.Round(time.Second), row.low, row.top)
 	}
 	t.Logf("the whole rehearsal: %s\n%s", time.Since(start).Round(time.Second), report.String())
+}
+
+// credential matches what must not outlive an exercise: a JSON Web Token (a ServiceAccount's), a
+// private key.
+var credential = regexp.MustCompile(`eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.|PRIVATE KEY-----`)
+
+// noCredentialLeft checks what an exercise's own clean-up leaves: no credential in the answers'
+// directory, none in the node's home (where the READMEs copy files with minikube cp).
+func (r *rehearsal) noCredentialLeft(e checks.Exercise) {
+	t := r.t
+	t.Helper()
+	dir := filepath.Join(r.root, "examples", "workshop", "answers")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, entry := range entries {
+		if data, err := os.ReadFile(filepath.Join(dir, entry.Name())); err == nil {
+			assert.False(t, credential.Match(data), "exercise %d's commands leave a credential in answers/%s: its README's clean-up removes it", e.Number, entry.Name())
+		}
+	}
+	if e.Offline {
+		return
+	}
+	cmd := exec.Command("minikube", "ssh", "--", "sudo grep -rlE '"+credential.String()+"' /home/docker 2>/dev/null; true")
+	cmd.Env, cmd.Dir = r.env, r.root
+	out, err := cmd.Output()
+	require.NoError(t, err, "minikube ssh: %s", out)
+	assert.Empty(t, strings.TrimSpace(string(out)), "exercise %d's commands leave a credential in the node: its README's clean-up removes it", e.Number)
 }
 
 // nodeLogs are the last lines of the node's kubelet's journal, for a failure that happened under
