@@ -89,9 +89,16 @@ func (o *checkOptions) run(ctx context.Context, out io.Writer, n int) error {
 	if !ex.Offline {
 		rules := clientcmd.NewDefaultClientConfigLoadingRules()
 		rules.ExplicitPath = o.kubeconfig
-		config, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.context}).ClientConfig()
+		loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.context})
+		config, err := loader.ClientConfig()
 		if err != nil {
 			return fmt.Errorf("no cluster: %w (start minikube, or chapter 08)", err)
+		}
+		// minikube names a cluster's context after its profile: what is on the node is read
+		// through that profile's minikube ssh.
+		env.Profile = o.context
+		if raw, err := loader.RawConfig(); err == nil && env.Profile == "" {
+			env.Profile = raw.CurrentContext
 		}
 		if env.Client, err = kubernetes.NewForConfig(config); err != nil {
 			return err

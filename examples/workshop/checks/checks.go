@@ -2,10 +2,15 @@
 // kubeconfig context (minikube for attendees, chapter 11's node in the rehearsal) and the
 // attendee's answers, and says PASS or what is missing — and where to look.
 //
-// A checker looks for evidence that only doing the exercise leaves: the hash of the manifest as
-// it was before an edit, the mirror pod the kubelet made again after its deletion, the kubelet's
-// own words for a refused token, the CSR an attendee approved. A state that is true on any
-// fresh minikube passes nothing.
+// A checker passes only on evidence that doing the exercise leaves: objects, events and log lines
+// tied to the answers (the mirror pod the kubelet made again after its deletion, and its journal
+// line for the one it deleted; the kubelet's refusal of a manifest; containerd's record of an
+// exited container; the CSR an attendee approved), creation times after what the exercise
+// starts from, the image built from the attendee's own compile, the test run by the checker's own
+// harness. Never on answers a README prints, never on a state a fresh cluster already has. Where
+// the evidence is only on the node (the kubelet's and containerd's journals, a file the README
+// copies there, a process), the checker reads it as the README's own steps do, through minikube
+// ssh, after checking that it reached the kubeconfig's node (node.go).
 package checks
 
 import (
