@@ -1,6 +1,7 @@
 package checks
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
@@ -13,6 +14,7 @@ import (
 	"math/big"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -68,13 +70,16 @@ const machineID = "0123456789abcdef0123456789abcdef"
 func (c *cluster) shell(_ context.Context, script string) ([]byte, error) {
 	_, rest, ok := strings.Cut(script, "echo '"+nodeMark+"'; ")
 	require.True(c.t, ok, "the node's script reads the machine ID first: %s", script)
-	out := machineID + "\n" + nodeMark + "\n"
+	// The node's bash reads it: it must at least parse.
+	out, err := exec.Command("bash", "-n", "-c", script).CombinedOutput()
+	require.NoError(c.t, err, "bash -n -c %q: %s", script, out)
+	out = []byte(machineID + "\n" + nodeMark + "\n")
 	for _, key := range sortedKeys(c.node) {
 		if strings.Contains(rest, key) {
-			out += c.node[key]
+			out = append(out, c.node[key]...)
 		}
 	}
-	return []byte(strings.ReplaceAll(out, "\n", "\r\n")), nil
+	return bytes.ReplaceAll(out, []byte("\n"), []byte("\r\n")), nil
 }
 
 // journalText is a line of a unit's journal as journalctl --output short-iso-precise prints it.

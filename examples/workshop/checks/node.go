@@ -21,7 +21,7 @@ import (
 // reads is the node of the kubeconfig's cluster.
 
 // nodeMark separates the machine ID from the script's output.
-const nodeMark = "--- the workshop's check ---"
+const nodeMark = "--- the workshop check ---"
 
 // maxNodeOutput bounds what the checker reads from the node: lines of a journal, a token.
 const maxNodeOutput = 16 << 20
