@@ -82,9 +82,9 @@ func (c *cluster) shell(_ context.Context, script string) ([]byte, error) {
 	return bytes.ReplaceAll(out, []byte("\n"), []byte("\r\n")), nil
 }
 
-// journalText is a line of a unit's journal as journalctl --output short-iso-precise prints it.
+// journalText is a line of a unit's journal as journalctl --output short-unix prints it.
 func journalText(unit string, at time.Time, message string) string {
-	return at.UTC().Format("2006-01-02T15:04:05.000000-07:00") + " minikube " + unit + "[512]: " + message + "\n"
+	return fmt.Sprintf("%d.%06d minikube %s[512]: %s\n", at.Unix(), at.Nanosecond()/1000, unit, message)
 }
 
 func newCluster(t *testing.T, objects ...runtime.Object) *cluster {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"strconv"
 	"strings"
 	"time"
 
@@ -109,7 +110,7 @@ type journalLine struct {
 // the node, so that only those cross), oldest first.
 func journal(ctx context.Context, env Env, n *corev1.Node, unit string, fixed ...string) ([]journalLine, error) {
 	var script strings.Builder
-	fmt.Fprintf(&script, "sudo journalctl --unit %s --no-pager --output short-iso-precise 2>/dev/null | grep -F", unit)
+	fmt.Fprintf(&script, "sudo journalctl --unit %s --no-pager --output short-unix 2>/dev/null | grep -F", unit)
 	for _, f := range fixed {
 		if strings.ContainsAny(f, "'\n") {
 			return nil, fmt.Errorf("journal: %q cannot be quoted for the node's shell", f)
@@ -122,12 +123,13 @@ func journal(ctx context.Context, env Env, n *corev1.Node, unit string, fixed ..
 	}
 	var lines []journalLine
 	for _, l := range strings.Split(out, "\n") {
-		// 2026-11-30T20:01:02.123456+00:00 minikube kubelet[512]: E1130 20:01:02.123456 …
+		// 1764532862.123456 minikube kubelet[512]: E1130 20:01:02.123456 … (seconds since 1970:
+		// the same in every systemd, whatever its time zone)
 		stamp, rest, ok := strings.Cut(l, " ")
 		if !ok {
 			continue
 		}
-		at, err := time.Parse(time.RFC3339Nano, stamp)
+		at, err := unixStamp(stamp)
 		if err != nil {
 			continue
 		}
@@ -137,4 +139,20 @@ func journal(ctx context.Context, env Env, n *corev1.Node, unit string, fixed ..
 		}
 	}
 	return lines, nil
+}
+
+// unixStamp reads seconds since 1970 with a fraction: "1764532862.123456".
+func unixStamp(s string) (time.Time, error) {
+	sec, frac, _ := strings.Cut(s, ".")
+	secs, err := strconv.ParseInt(sec, 10, 64)
+	if err != nil {
+		return time.Time{}, err
+	}
+	var nanos int64
+	if frac != "" {
+		if nanos, err = strconv.ParseInt((frac + "000000000")[:9], 10, 64); err != nil {
+			return time.Time{}, err
+		}
+	}
+	return time.Unix(secs, nanos), nil
 }
