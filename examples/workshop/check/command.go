@@ -38,6 +38,10 @@ func NewCheckCommand(ctx context.Context) *cobra.Command {
 				return fmt.Errorf("exercise %q: give its number", args[0])
 			}
 			o.answersSet = cmd.Flags().Changed("answers")
+			// Ctrl-C ends a check cleanly: exercise 16's builds the kubelet and Delve into a
+			// temporary directory, which must go with it.
+			ctx, stop := program.SignalContext(ctx)
+			defer stop()
 			return o.run(ctx, cmd.OutOrStdout(), n)
 		},
 	}
@@ -85,9 +89,16 @@ func (o *checkOptions) run(ctx context.Context, out io.Writer, n int) error {
 	if !ex.Offline {
 		rules := clientcmd.NewDefaultClientConfigLoadingRules()
 		rules.ExplicitPath = o.kubeconfig
-		config, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.context}).ClientConfig()
+		loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.context})
+		config, err := loader.ClientConfig()
 		if err != nil {
 			return fmt.Errorf("no cluster: %w (start minikube, or chapter 08)", err)
+		}
+		// minikube names a cluster's context after its profile: what is on the node is read
+		// through that profile's minikube ssh.
+		env.Profile = o.context
+		if raw, err := loader.RawConfig(); err == nil && env.Profile == "" {
+			env.Profile = raw.CurrentContext
 		}
 		if env.Client, err = kubernetes.NewForConfig(config); err != nil {
 			return err

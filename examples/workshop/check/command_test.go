@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/repo"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/examples/workshop/checks"
 )
 
@@ -56,4 +60,40 @@ func TestDefaultAnswersMissing(t *testing.T) {
 	assert.NoError(t, o.validate(ex))
 	o.answersSet = true
 	assert.ErrorContains(t, o.validate(ex), "--answers "+o.answers+": stat ")
+}
+
+// Ctrl-C during exercise 16's check (here, while it builds Delve and the kubelet into its
+// temporary directory) ends the check, and the directory goes with it.
+func TestInterruptLeavesNothing(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("exercise 16's check runs on Linux only")
+	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	t.Chdir(repo.Root()) // the checker builds from the repository's root
+	answers := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(answers, "16-worker-in-delve.yaml"), []byte(
+		"goStatement: a\ncreator: b\nchannel: c\nop: d\nsource: e\nhandler: f\n"), 0o644))
+
+	cmd := NewCheckCommand(context.Background())
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs([]string{"16", "--answers", answers})
+	done := make(chan error, 1)
+	go func() { done <- cmd.Execute() }()
+	building := func() bool {
+		dirs, _ := filepath.Glob(filepath.Join(tmp, "exercise-16-*"))
+		return len(dirs) > 0
+	}
+	require.Eventually(t, building, time.Minute, 10*time.Millisecond, "the check makes its directory")
+	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGINT))
+	select {
+	case err := <-done:
+		require.Error(t, err)
+		assert.ErrorContains(t, err, "context canceled")
+	case <-time.After(time.Minute):
+		t.Fatal("the check went on after Ctrl-C")
+	}
+	assert.False(t, building(), "the check's directory is gone")
 }

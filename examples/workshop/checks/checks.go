@@ -2,15 +2,19 @@
 // kubeconfig context (minikube for attendees, chapter 11's node in the rehearsal) and the
 // attendee's answers, and says PASS or what is missing — and where to look.
 //
-// A checker looks for evidence that only doing the exercise leaves: the hash of the manifest as
-// it was before an edit, the mirror pod the kubelet made again after its deletion, the kubelet's
-// own words for a refused token, the CSR an attendee approved. A state that is true on any
-// fresh minikube passes nothing.
+// A checker passes only on evidence that doing the exercise leaves: objects, events and log lines
+// tied to the answers (the mirror pod the kubelet made again after its deletion, and its journal
+// line for the one it deleted; the kubelet's refusal of a manifest; containerd's record of an
+// exited container; the CSR an attendee approved), creation times after what the exercise
+// starts from, the image built from the attendee's own compile, the test run by the checker's own
+// harness. Never on answers a README prints, never on a state a fresh cluster already has. Where
+// the evidence is only on the node (the kubelet's and containerd's journals, a file the README
+// copies there, a process), the checker reads it as the README's own steps do, through minikube
+// ssh, after checking that it reached the kubeconfig's node (node.go).
 package checks
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -42,6 +46,15 @@ type Env struct {
 	// Raw GETs an apiserver path, as kubectl get --raw (through Client when nil): the kubelet's
 	// /configz and /pods through the node proxy.
 	Raw func(ctx context.Context, path string) ([]byte, error)
+	// Shell runs a script in the node and returns what it printed (through minikube ssh when
+	// nil: see nodeShell). Profile is the minikube profile that owns the node ("" for minikube's
+	// default).
+	Shell   func(ctx context.Context, script string) ([]byte, error)
+	Profile string
+	// attendeeCode puts files in place of a coding exercise's own (its path → the file to read
+	// instead), as an attendee's edit would: the checker's own tests build the reference
+	// solutions this way, without touching the repository.
+	attendeeCode map[string]string
 }
 
 // raw GETs an apiserver path. With Config, through a client that follows no redirect and
@@ -217,25 +230,20 @@ func normalize(s string) string {
 	return s
 }
 
-// SolutionOverlay writes, into dir, a go command overlay (go build -overlay) that puts a coding
-// exercise's reference solution (examples/workshop/solutions/NAME/) in place of the exercise's
-// files, and returns its path: what an attendee who solved it has, with the repository untouched.
-func SolutionOverlay(root, dir string, e Exercise) (string, error) {
+// SolutionFiles maps each file of a coding exercise's reference solution
+// (examples/workshop/solutions/NAME/) to the exercise's file it takes the place of: what an
+// attendee who solved the exercise has written.
+func SolutionFiles(root string, e Exercise) (map[string]string, error) {
 	files, err := filepath.Glob(filepath.Join(root, "examples", "workshop", "solutions", e.Name, "*.go"))
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if len(files) == 0 {
-		return "", fmt.Errorf("no reference solution for %s in examples/workshop/solutions/%s", e.Name, e.Name)
+		return nil, fmt.Errorf("no reference solution for %s in examples/workshop/solutions/%s", e.Name, e.Name)
 	}
-	replace := map[string]string{}
+	solution := map[string]string{}
 	for _, f := range files {
-		replace[filepath.Join(root, "examples", "workshop", e.Name, filepath.Base(f))] = f
+		solution[filepath.Join(root, "examples", "workshop", e.Name, filepath.Base(f))] = f
 	}
-	data, err := json.Marshal(map[string]any{"Replace": replace})
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "overlay-"+e.Name+".json")
-	return path, os.WriteFile(path, data, 0o644)
+	return solution, nil
 }

@@ -2,23 +2,30 @@ package checks
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-client/kubeletclient"
 )
@@ -71,6 +78,11 @@ func checkAddressAndPort(ctx context.Context, env Env) (Result, error) {
 		r.missing("issuer: the certificate's issuer as openssl prints it in the node (sudo openssl x509 -in /var/lib/kubelet/pki/kubelet.crt -noout -issuer): the kubelet signed it itself, as %s-ca@<the second it made it>", hostname)
 	} else if made, _ := strconv.ParseInt(issuer[1], 10, 64); time.Unix(made, 0).Before(n.CreationTimestamp.Add(-time.Hour)) || time.Unix(made, 0).After(env.now()) {
 		r.missing("issuer: %s was not made by this node's kubelet (it names the second the certificate was made: this node is from %s)", a.Issuer, n.CreationTimestamp.Format(time.RFC3339))
+	} else if cert, err := nodeCertificate(ctx, env, n, kubeletSelfSigned); err != nil {
+		return r, err
+	} else if cert == nil || cert.Issuer.CommonName != hostname+"-ca@"+issuer[1] {
+		// The second is this node's: the certificate in the node names it.
+		r.missing("issuer: the issuer of the certificate in the node, %s, as openssl prints it there (sudo openssl x509 -in %s -noout -issuer)", kubeletSelfSigned, kubeletSelfSigned)
 	}
 	if sans := sanList(a.SANs); !slices.Equal(sans, []string{hostname}) {
 		r.missing("sans: the certificate's subject alternative names as openssl prints them (-ext subjectAltName): the host name only — which is why a client that dials %s cannot verify it", e.Address.Address)
@@ -79,6 +91,26 @@ func checkAddressAndPort(ctx context.Context, env Env) (Result, error) {
 		r.missing("fix: one way past the certificate — kubelet-ca-file with kubelet-tls-server-name=Hostname, rotate-server-certificates (a CSR the cluster CA signs), via-apiserver, or insecure-skip-tls-verify (with its warning)")
 	}
 	return r, nil
+}
+
+// kubeletSelfSigned is the serving certificate a kubelet makes itself, in minikube's node.
+const kubeletSelfSigned = "/var/lib/kubelet/pki/kubelet.crt"
+
+// nodeCertificate reads a certificate from the node (nil when there is none there).
+func nodeCertificate(ctx context.Context, env Env, n *corev1.Node, path string) (*x509.Certificate, error) {
+	out, err := nodeShell(ctx, env, n, "sudo cat "+path+" 2>/dev/null")
+	if err != nil {
+		return nil, err
+	}
+	block, _ := pem.Decode([]byte(out))
+	if block == nil {
+		return nil, nil
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("%s in the node: %w", path, err)
+	}
+	return cert, nil
 }
 
 // fixes are the ways past a kubelet's self-signed certificate, under each name an attendee may
@@ -166,8 +198,40 @@ func checkTokenAndRBAC(ctx context.Context, env Env) (Result, error) {
 	} else if ok {
 		r.missing("no nodes/proxy for kubelet-reader: it opens exec on every node, and /pods does not need it")
 	}
+	// The kubelet keeps no trace of a request it answered (at its default verbosity), nor does the
+	// apiserver of the reviews it made for it. What the calls leave is the token the README's curl
+	// reads in the node: kubelet-reader's own, as the apiserver says (a TokenReview), and a
+	// credential, so root's alone there — and the copy in the answers, this user's alone.
+	if runtime.GOOS != "windows" { // Windows' file modes say nothing about who may read
+		if st, err := os.Stat(filepath.Join(env.Answers, "token")); err == nil && st.Mode().Perm()&0o077 != 0 {
+			r.missing("%s readable by others (%v): a token is a password — create it with umask 077, as the README does, or chmod 600 it", filepath.Join(env.Answers, "token"), st.Mode().Perm())
+		}
+	}
+	out, err := nodeShell(ctx, env, n, "sudo stat -c %a "+nodeToken+" 2>/dev/null; echo '"+nodeMark+"'; sudo cat "+nodeToken+" 2>/dev/null")
+	if err != nil {
+		return r, err
+	}
+	mode, token, _ := strings.Cut(out, nodeMark+"\n")
+	mode, token = strings.TrimSpace(mode), strings.TrimSpace(token)
+	if token == "" {
+		r.missing("the token you gave the kubelet, on the node at %s: kubectl -n kubelet-reader create token kubelet-reader into examples/workshop/answers/token, then minikube cp it there, as the README says", nodeToken)
+		return r, nil
+	}
+	if mode != "600" {
+		r.missing("the token on the node readable by root alone: minikube ssh -- sudo chmod 600 token (it is %s: minikube cp writes files readable by all)", mode)
+	}
+	review, err := env.Client.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+	if err != nil {
+		return r, fmt.Errorf("TokenReview of the token on the node: %w", err)
+	}
+	if !review.Status.Authenticated || review.Status.User.Username != readerUser {
+		r.missing("the token on the node (%s) to be a valid token of kubelet-reader: the apiserver says it is not (%s) — create it again, as the README says", nodeToken, review.Status.Error)
+	}
 	return r, nil
 }
+
+// nodeToken is where exercise 8's README copies kubelet-reader's token in the node, for its curl.
+const nodeToken = "/home/docker/token"
 
 // readerMay asks the apiserver what the kubelet would ask it for kubelet-reader: may it get
 // nodes/<subresource>?
@@ -304,7 +368,68 @@ func checkNodeProxy(ctx context.Context, env Env) (Result, error) {
 	} else if ok {
 		r.missing("no nodes/proxy left for kubelet-reader: something else still grants it (kubectl get clusterrolebindings -o wide | grep kubelet-reader)")
 	}
+	// Absent now is what a fresh cluster has too: applied, then removed, is in the apiserver's
+	// memory of the bindings — its watch cache keeps their recent changes since it started, from
+	// before the binding of kubelet-reader's own role, which the README applies first.
+	reader, err := env.Client.RbacV1().ClusterRoleBindings().Get(ctx, readerBinding, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return r, nil // said above: kubelet-reader has no role
+	}
+	if err != nil {
+		return r, err
+	}
+	made, deleted, err := madeAndDeleted(ctx, env, proxyBinding, reader.ResourceVersion)
+	if err != nil {
+		return r, err
+	}
+	if !made || !deleted {
+		r.missing("the opt-in role applied, then removed: the apiserver saw no ClusterRoleBinding %s made and deleted since kubelet-reader's own binding was (kubectl apply -f examples/rbac/node-proxy/, then kubectl delete -f examples/rbac/node-proxy/)", proxyBinding)
+	}
 	return r, nil
+}
+
+// readerBinding is the ClusterRoleBinding of examples/rbac that gives kubelet-reader nodes/pods.
+const readerBinding = "kubelet-reader"
+
+// oldestRemembered reads the oldest resourceVersion a watch may start from, from the apiserver's
+// answer to an older one ("too old resource version: 12 (345)").
+var oldestRemembered = regexp.MustCompile(`too old resource version: \d+ \((\d+)\)`)
+
+// madeAndDeleted watches the ClusterRoleBinding name from resourceVersion since (or, when the
+// apiserver remembers less, from the oldest it does) and says whether it was made, and deleted
+// after that. The apiserver sends what it remembers at once; the watch ends after two seconds.
+func madeAndDeleted(ctx context.Context, env Env, name, since string) (made, deleted bool, err error) {
+	for range 2 {
+		timeout := int64(2)
+		var w watch.Interface
+		w, err = env.Client.RbacV1().ClusterRoleBindings().Watch(ctx, metav1.ListOptions{
+			ResourceVersion: since, FieldSelector: "metadata.name=" + name, TimeoutSeconds: &timeout})
+		if err == nil {
+			for ev := range w.ResultChan() {
+				switch ev.Type {
+				case watch.Added:
+					made = true
+				case watch.Deleted:
+					deleted = made
+				case watch.Error:
+					err = apierrors.FromObject(ev.Object)
+				}
+			}
+			w.Stop()
+		}
+		if err == nil || !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
+			break
+		}
+		m := oldestRemembered.FindStringSubmatch(err.Error())
+		if m == nil {
+			break
+		}
+		since, made, deleted = m[1], false, false
+	}
+	if err != nil {
+		return false, false, fmt.Errorf("the apiserver's memory of ClusterRoleBinding %s: %w", name, err)
+	}
+	return made, deleted, nil
 }
 
 // 11. examples/rbac/daemonset.yaml, as an agent is deployed: each pod reads its own node's
@@ -357,6 +482,26 @@ func checkDaemonSet(ctx context.Context, env Env) (Result, error) {
 		r.missing("the DaemonSet's pod on %s running: kubectl -n kubelet-reader describe pods (ErrImageNeverPull: build the image with minikube image build first)", n.Name)
 		return r, nil
 	}
+	// The image built: the pod's process is the client compiled on this machine
+	// (.bin/kubelet-client, the one file the image copies) — not some program printing its
+	// table. Its executable, read in the node, has the file's SHA-256.
+	client, err := os.ReadFile(filepath.Join(env.Root, ".bin", "kubelet-client"))
+	if err != nil {
+		r.missing("the client the image holds, compiled here: .bin/kubelet-client (CGO_ENABLED=0 GOOS=linux go build -o .bin/kubelet-client ./examples/kubelet-pods, then minikube image build as the README says): %v", err)
+		return r, nil
+	}
+	_, id, _ := strings.Cut(pod.Status.ContainerStatuses[0].ContainerID, "://")
+	if !regexp.MustCompile(`^[0-9a-f]{12,64}$`).MatchString(id) {
+		return r, fmt.Errorf("the pod %s's container ID %q", pod.Name, pod.Status.ContainerStatuses[0].ContainerID)
+	}
+	out, err := nodeShell(ctx, env, n, "sudo sha256sum /proc/$(sudo crictl inspect --output go-template --template '{{.info.pid}}' "+id+" 2>/dev/null)/exe 2>/dev/null")
+	if err != nil {
+		return r, err
+	}
+	if running, built := strings.Fields(out+" "), fileSum256(client); len(running) == 0 || running[0] != built {
+		r.missing("the DaemonSet's pod to run the client you built: the program in its container is not .bin/kubelet-client (its SHA-256 is %s) — the image is the README's (examples/rbac/Dockerfile, built with minikube image build from that file); after a new build, delete the pod and let the DaemonSet make it again", built)
+		return r, nil
+	}
 	logs, err := env.Client.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{TailLines: ptr(int64(40))}).Stream(ctx)
 	if err != nil {
 		return r, fmt.Errorf("the pod's log: %w", err)
@@ -383,6 +528,12 @@ func checkDaemonSet(ctx context.Context, env Env) (Result, error) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// fileSum256 is the SHA-256 of data, in hex, as sha256sum prints it.
+func fileSum256(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
 
 // maxLog bounds the agent's last forty log lines: its lines are a table's rows, short. A log
 // longer than that is no agent's, and is not read to its end.

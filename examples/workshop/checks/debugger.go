@@ -42,7 +42,7 @@ type location struct {
 	line           int
 }
 
-// at is "pod_workers.go:973", as an attendee may write it (a full path ends with it too).
+// at is "file.go:42", as an attendee may write it (a full path ends with it too).
 func (l location) at() string { return fmt.Sprintf("%s:%d", filepath.Base(l.file), l.line) }
 
 // name is the function's own name, without its package and receiver: "UpdatePod".
@@ -315,6 +315,9 @@ func goBuild(ctx context.Context, dir, out, pkg string) error {
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
 	cmd.Dir = dir
 	if output, err := cmd.CombinedOutput(); err != nil {
+		if ctx.Err() != nil { // stopped (Ctrl-C), not failed
+			return fmt.Errorf("go build %s: %w", pkg, ctx.Err())
+		}
 		var exit *exec.ExitError
 		if errors.As(err, &exit) {
 			return fmt.Errorf("go build %s: %w\n%s", pkg, err, output)

@@ -147,11 +147,53 @@ func checkAddStaticPod(ctx context.Context, env Env) (Result, error) {
 	switch {
 	case normalize(a.MirrorUIDAfter) != string(p.UID):
 		r.missing("mirrorUIDAfter: the metadata.uid of the mirror pod the kubelet made after you deleted one (now %s); did you delete it, and wait for it to come back?", p.UID)
+		return r, nil
 	case a.MirrorUIDBefore == a.MirrorUIDAfter:
 		r.missing("mirrorUIDBefore: the metadata.uid of the mirror pod before you deleted it — the apiserver gives every new object a new UID, the recreated mirror too")
+		return r, nil
+	}
+	// The deletion. A mirror the kubelet makes for an edit is made before the edited pod's
+	// container starts (SyncPod makes the mirror, then starts the containers); one it makes again
+	// after a deletion comes at the static pod's next sync, while the container runs on.
+	started, ok := containerStarted(p)
+	switch {
+	case !ok:
+		r.missing("the mirror pod %s running: its status shows no running container yet (kubectl get pods -w)", name)
+		return r, nil
+	case !p.CreationTimestamp.After(started.Add(recreatedAfter)):
+		r.missing("the mirror pod deleted, and made again: %s was made with its container (at %s), not after it — delete it (kubectl delete pod workshop-pod-%s --wait=false) and wait for it to come back", name, started.UTC().Format(time.RFC3339), n.Name)
+		return r, nil
+	}
+	// And the mirror deleted was the one answered: the kubelet says whose UID it deletes.
+	lines, err := journal(ctx, env, n, "kubelet", `"Trying to delete pod" pod="`+name+`"`)
+	if err != nil {
+		return r, err
+	}
+	if !slices.ContainsFunc(lines, func(l journalLine) bool {
+		return strings.Contains(l.message, `podUID="`+normalize(a.MirrorUIDBefore)+`"`)
+	}) {
+		r.missing("mirrorUIDBefore: the kubelet never deleted a mirror pod %s with UID %q (its journal says \"Trying to delete pod\" for each one it deletes): the UID of the mirror pod you deleted, read before you deleted it", name, a.MirrorUIDBefore)
 	}
 	return r, nil
 }
+
+// recreatedAfter is how long after its container started a mirror pod must have been made to
+// have been made again: the kubelet makes it again at the static pod's next sync, about a
+// minute after the deletion, and an edit's mirror comes before the container.
+const recreatedAfter = 10 * time.Second
+
+// containerStarted is when a pod's first container started running.
+func containerStarted(p corev1.Pod) (time.Time, bool) {
+	for _, c := range p.Status.ContainerStatuses {
+		if c.State.Running != nil {
+			return c.State.Running.StartedAt.Time, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// brokenManifestNode is where exercise 3's README copies its manifest.
+const brokenManifestNode = "/etc/kubernetes/manifests/workshop-broken.yaml"
 
 // 3. A broken manifest is skipped, and the attendee found the kubelet's reason.
 func checkBrokenManifest(ctx context.Context, env Env) (Result, error) {
@@ -172,6 +214,18 @@ func checkBrokenManifest(ctx context.Context, env Env) (Result, error) {
 	if _, ok := mirrors["default/workshop-broken-"+n.Name]; ok {
 		r.missing("workshop-broken to be refused — it has a mirror pod, so the manifest on the node is not the broken one")
 	}
+	// The evidence: the kubelet's own refusal of that file, in its journal (the file source
+	// makes no event, only this line, every time it reads the directory).
+	lines, err := journal(ctx, env, n, "kubelet", `path="`+brokenManifestNode+`"`)
+	if err != nil {
+		return r, err
+	}
+	if !slices.ContainsFunc(lines, func(l journalLine) bool {
+		return strings.Contains(l.message, `"Could not process manifest file"`) && strings.Contains(l.message, reason.Error()) &&
+			strings.Contains(l.message, `path="`+brokenManifestNode+`"`)
+	}) {
+		r.missing("the kubelet's refusal of %s in its journal: it never read the broken manifest there — copy it with minikube cp as the README says, and wait for the kubelet's next read (every 20 s)", brokenManifestNode)
+	}
 	path := filepath.Join(env.Answers, "03-reason.txt")
 	answer, err := os.ReadFile(path)
 	// journald shows the kubelet's structured err="…" with its quotes escaped: either form is right.
@@ -189,8 +243,18 @@ func checkBrokenManifest(ctx context.Context, env Env) (Result, error) {
 // YAML decoder's reason, which only its log has (with the line number of this node's file).
 var kubeletConfigError = regexp.MustCompile(`yaml: line \d+: could not find expected ':'`)
 
-// 4. The kubelet that will not start: its own reason, the Lease that stopped being renewed, the
-// Node that went NotReady after it, and back.
+// nodeNotReadyMessage is the message of a NodeNotReady event, the node controller's and the
+// kubelet's alike (pkg/controller/nodelifecycle/node_lifecycle_controller.go, nodeutil.RecordNodeStatusChange).
+func nodeNotReadyMessage(node string) string { return "Node " + node + " status is now: NodeNotReady" }
+
+// leaseToFailure bounds how long before the kubelet's first failure its Lease was last renewed:
+// it renews it every 10 s while it runs.
+const leaseToFailure = 20 * time.Second
+
+// 4. The kubelet that will not start: its own reason, in its journal for this node's file; the
+// Lease that stopped being renewed when it stopped; the node controller's NodeNotReady after it
+// (the kubelet's own, when it restarts, is no evidence of a kubelet that would not start); and
+// the Node Ready again.
 func checkKubeletWillNotStart(ctx context.Context, env Env) (Result, error) {
 	var r Result
 	n, err := node(ctx, env)
@@ -204,9 +268,6 @@ func checkKubeletWillNotStart(ctx context.Context, env Env) (Result, error) {
 	if !answers(env, &r, "04-kubelet-will-not-start.yaml", &a) ||
 		unfilled(&r, env, "04-kubelet-will-not-start.yaml", map[string]bool{"error": a.Error != "", "leaseRenewTime": a.LeaseRenewTime != ""}) {
 		return r, nil
-	}
-	if !kubeletConfigError.MatchString(a.Error) {
-		r.missing("error: the kubelet's own words for why it exits, from its journal (sudo journalctl -u kubelet): its \"command failed\" line says which file and which line")
 	}
 	frozen, err := parseTime(a.LeaseRenewTime)
 	if err != nil {
@@ -225,18 +286,54 @@ func checkKubeletWillNotStart(ctx context.Context, env Env) (Result, error) {
 	if lease.Spec.RenewTime == nil || env.now().Sub(lease.Spec.RenewTime.Time) > time.Minute {
 		r.missing("the Lease kube-node-lease/%s renewed again: the kubelet renews it every 10 s while it runs", n.Name)
 	}
-	if !ready.LastTransitionTime.After(frozen) {
-		r.missing("the Node to have gone NotReady after the Lease stopped (at %s) and to have come back: keep the kubelet down until kubectl get node %s -w says NotReady (about 50 s)", a.LeaseRenewTime, n.Name)
-		return r, nil
+
+	// The kubelet that would not start said why, each time systemd started it: the first of
+	// those lines after the Lease's last renewal is the break the answers are about.
+	lines, err := journal(ctx, env, n, "kubelet", `"command failed"`)
+	if err != nil {
+		return r, err
 	}
+	var failed *journalLine
+	for i, l := range lines {
+		if kubeletConfigError.MatchString(l.message) && !l.time.Before(frozen) {
+			failed = &lines[i]
+			break
+		}
+	}
+	switch {
+	case failed == nil:
+		r.missing("the kubelet's \"command failed\" line in its journal after the Lease's renewTime you wrote (%s): the kubelet never failed on its configuration file then — break it as the README says, restart the kubelet, and read the Lease while it is down", a.LeaseRenewTime)
+		return r, nil
+	case failed.time.Sub(frozen) > leaseToFailure:
+		r.missing("leaseRenewTime: the Lease's renewTime while the kubelet was down — the kubelet renews it every 10 s until it stops, and it stopped %s after %s: read the Lease again while it is down", failed.time.Sub(frozen).Round(time.Second), a.LeaseRenewTime)
+	}
+	if said := kubeletConfigError.FindString(failed.message); !strings.Contains(a.Error, said) {
+		r.missing("error: the kubelet's own words for why it exits, from its journal (sudo journalctl -u kubelet): its \"command failed\" line says which file and which line of this node's file")
+	}
+
+	// The node controller noticed the silence: its NodeNotReady, after the Lease stopped.
 	events, err := env.Client.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=Node,involvedObject.name=" + n.Name + ",reason=NodeNotReady"})
 	if err != nil {
 		return r, fmt.Errorf("the node's events: %w", err)
 	}
-	if !slices.ContainsFunc(events.Items, func(e corev1.Event) bool { return eventTime(e).After(frozen) }) {
-		r.missing("the node controller's NodeNotReady event after the Lease stopped at %s: is leaseRenewTime the time you read while the kubelet was down?", a.LeaseRenewTime)
+	var noticed *corev1.Event
+	for i, e := range events.Items {
+		if fromNodeController(e) && e.Message == nodeNotReadyMessage(n.Name) && eventTime(e).After(frozen) {
+			noticed = &events.Items[i]
+		}
+	}
+	switch {
+	case noticed == nil:
+		r.missing("the node controller's NodeNotReady event after the Lease stopped at %s (kubectl get events -A --field-selector involvedObject.kind=Node,reason=NodeNotReady -o custom-columns=LAST:.lastTimestamp,FROM:.source.component): keep the kubelet down until kubectl get node %s -w says NotReady (about 50 s)", a.LeaseRenewTime, n.Name)
+	case !ready.LastTransitionTime.After(eventTime(*noticed)):
+		r.missing("the Node Ready again after it went NotReady at %s: fix /var/lib/kubelet/config.yaml", eventTime(*noticed).UTC().Format(time.RFC3339))
 	}
 	return r, nil
+}
+
+// fromNodeController says whether a node's event is the node lifecycle controller's.
+func fromNodeController(e corev1.Event) bool {
+	return e.Source.Component == "node-controller" || e.ReportingController == "node-controller"
 }
 
 // 5. A kubelet setting changed in its configuration file, in effect after a restart: /configz
@@ -272,11 +369,26 @@ func checkKubeletSetting(ctx context.Context, env Env) (Result, error) {
 	case a.Verbosity != running:
 		r.missing("verbosity: the value /configz shows (%d), not the file's", running)
 	}
-	if !verboseLine.MatchString(a.LogLine) {
+	klogLine := klogHeader.FindString(a.LogLine)
+	if !verboseLine.MatchString(a.LogLine) || klogLine == "" {
 		r.missing("logLine: a line of the kubelet's journal that only verbosity 2 or more prints (a klog line such as \"SyncPod enter\", at -v=4)")
+		return r, nil
+	}
+	// The line is the kubelet's: its journal has it, word for word (its header names the
+	// microsecond it was written).
+	lines, err := journal(ctx, env, n, "kubelet", klogLine)
+	if err != nil {
+		return r, err
+	}
+	said := strings.TrimSpace(a.LogLine[strings.Index(a.LogLine, klogLine):])
+	if !slices.ContainsFunc(lines, func(l journalLine) bool { return strings.TrimSpace(l.message) == said }) {
+		r.missing("logLine: a line of this kubelet's journal, copied whole — the journal has no line %q", said)
 	}
 	return r, nil
 }
+
+// klogHeader is the start of a klog line: severity, date, time to the microsecond.
+var klogHeader = regexp.MustCompile(`[IWEF]\d{4} \d\d:\d\d:\d\d\.\d{6}`)
 
 // verboseLine is a kubelet log line that verbosity 0 does not print: an info line with a
 // message the kubelet logs at V(2) or more — "SyncPod enter" and "exit" at 4
@@ -335,8 +447,9 @@ func checkCrictlAndAPIServer(ctx context.Context, env Env) (Result, error) {
 	}
 	// The evidence of the break: the exited container's own log, which the kubelet keeps on the
 	// node until it removes the container (a minute or two after the repair), read through the
-	// node proxy's /logs; after that, the kubelet's BackOff event for the broken pod (another pod
-	// UID than the repaired one: the manifest's hash names a static pod).
+	// node proxy's /logs; after that, containerd's journal, which names the container's sandbox
+	// and the sandbox's pod, and the kubelet's BackOff event for that pod (another pod UID than
+	// the repaired one: the manifest's hash names a static pod).
 	logs, err := env.raw(ctx, "/api/v1/nodes/"+n.Name+"/proxy/logs/containers/")
 	if err != nil {
 		return r, fmt.Errorf("the node's container logs through the node proxy: %w", err)
@@ -352,18 +465,74 @@ func checkCrictlAndAPIServer(ctx context.Context, env Env) (Result, error) {
 		}
 		return r, nil
 	}
+	pod, err := containerdPodOf(ctx, env, n, id, "kube-apiserver")
+	if err != nil {
+		return r, err
+	}
+	if pod == "" {
+		r.missing("exitedContainer: containerd never made a kube-apiserver container %s on %s (its journal names each one it makes): the CONTAINER column of an Exited kube-apiserver in sudo crictl ps -a", a.ExitedContainer, n.Name)
+		return r, nil
+	}
 	events, err := env.Client.CoreV1().Events("kube-system").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return r, fmt.Errorf("kube-system's events: %w", err)
 	}
 	for _, e := range events.Items {
-		if e.InvolvedObject.Name == "kube-apiserver-"+n.Name && e.Reason == "BackOff" && e.InvolvedObject.UID != apiserver.UID &&
+		if e.InvolvedObject.Name == "kube-apiserver-"+n.Name && e.Reason == "BackOff" && string(e.InvolvedObject.UID) == pod && pod != string(apiserver.UID) &&
 			strings.Contains(e.Message, "restarting failed container kube-apiserver") {
-			return r, nil // its log is gone; the kubelet's event shows the broken pod crash-looped
+			return r, nil // its log is gone; the kubelet's event shows that its pod crash-looped
 		}
 	}
-	r.missing("kube-apiserver to have been broken and repaired: neither the exited container's log on the node (%s…) nor the kubelet's BackOff event for a broken kube-apiserver pod shows it — break its manifest as the README says; after the repair, wait for the event (kubectl -n kube-system get events --field-selector reason=BackOff -w)", prefix)
+	r.missing("kube-apiserver to have been broken and repaired: neither container %s's log on the node (%s…) nor the kubelet's BackOff event for its pod (UID %s) shows it crash-looping — break its manifest as the README says; after the repair, wait for the event (kubectl -n kube-system get events --field-selector reason=BackOff -w)", a.ExitedContainer, prefix, pod)
 	return r, nil
+}
+
+// containerdPodOf reads containerd's journal on the node for the container whose ID starts with
+// id, named name: the UID of the pod whose sandbox it was made in ("" when containerd made no
+// such container). containerd logs each sandbox and container it makes, at info:
+// "RunPodSandbox for <metadata> returns sandbox id" and "CreateContainer within sandbox … for
+// <metadata> returns container id" (its CRI service's instrumentation); the metadata prints as
+// the CRI API's types print: &ContainerMetadata{Name:…,} (containerd 1) or name:"…" (2).
+func containerdPodOf(ctx context.Context, env Env, n *corev1.Node, id, name string) (string, error) {
+	lines, err := journal(ctx, env, n, "containerd", "returns sandbox id", "returns container id")
+	if err != nil {
+		return "", err
+	}
+	unescape := strings.NewReplacer(`\"`, `"`)
+	sandbox := ""
+	for _, l := range lines {
+		m := unescape.Replace(l.message)
+		if c := createdContainer.FindStringSubmatch(m); c != nil && strings.HasPrefix(c[3], id) && metadataName(c[2]) == name {
+			sandbox = c[1]
+		}
+	}
+	if sandbox == "" {
+		return "", nil
+	}
+	for _, l := range lines {
+		m := unescape.Replace(l.message)
+		if s := ranSandbox.FindStringSubmatch(m); s != nil && s[2] == sandbox {
+			if uid := metadataUID.FindStringSubmatch(s[1]); uid != nil {
+				return uid[1], nil
+			}
+		}
+	}
+	return "", nil
+}
+
+var (
+	createdContainer = regexp.MustCompile(`CreateContainer within sandbox "([0-9a-f]+)" for (.*) returns container id "([0-9a-f]+)"`)
+	ranSandbox       = regexp.MustCompile(`RunPodSandbox for (.*) returns sandbox id "([0-9a-f]+)"`)
+	metadataNameRE   = regexp.MustCompile(`(?:\bName:|\bname:\s*")([^,"\s}]+)`)
+	metadataUID      = regexp.MustCompile(`(?:\bUid:|\buid:\s*")([^,"\s}]+)`)
+)
+
+// metadataName is the name in a CRI metadata as containerd prints it.
+func metadataName(metadata string) string {
+	if m := metadataNameRE.FindStringSubmatch(metadata); m != nil {
+		return m[1]
+	}
+	return ""
 }
 
 // runningSince says whether a pod's container runs, and since when.

@@ -2,7 +2,11 @@ package checks
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -196,13 +200,69 @@ func checkNodeNotReady(ctx context.Context, env Env) (Result, error) {
 	if err != nil {
 		return r, fmt.Errorf("the node's events: %w", err)
 	}
-	for _, e := range events.Items {
-		if e.Reason == "NodeNotReady" && e.InvolvedObject.Kind == "Node" && e.InvolvedObject.Name == n.Name && fromKubelet(e) && covers(e, since, 10*time.Second) {
-			return r, nil
+	if !slices.ContainsFunc(events.Items, func(e corev1.Event) bool {
+		return e.Reason == "NodeNotReady" && e.InvolvedObject.Kind == "Node" && e.InvolvedObject.Name == n.Name && fromKubelet(e) && covers(e, since, 10*time.Second)
+	}) {
+		r.missing("the kubelet's NodeNotReady event at notReadySince (%s): none is there — stop containerd and wait for NotReady (kubectl get events -A --field-selector involvedObject.kind=Node,reason=NodeNotReady shows who said it when)", a.NotReadySince)
+		return r, nil
+	}
+
+	// A kubelet that restarts posts NotReady too, for a moment, with an event of its own. What only
+	// a stopped runtime leaves: systemd's record of containerd's stop and start around it, and the
+	// kubelet's own line for the change, at notReadySince, in the words answered.
+	out, err := nodeShell(ctx, env, n, `for p in InactiveEnterTimestamp ActiveEnterTimestamp; do t=$(systemctl show containerd --value --property=$p); [ -n "$t" ] && echo "$p=@$(date -d "$t" +%s)"; done`)
+	if err != nil {
+		return r, err
+	}
+	stopped, started := unitTimestamp(out, "InactiveEnterTimestamp"), unitTimestamp(out, "ActiveEnterTimestamp")
+	switch took := since.Sub(stopped); {
+	case stopped.IsZero():
+		r.missing("containerd stopped under the running kubelet: systemd has no stop of containerd since the node started (minikube ssh -- sudo systemctl stop containerd)")
+		return r, nil
+	case took < 20*time.Second || took > 10*time.Minute:
+		r.missing("notReadySince (%s) about half a minute after containerd's last stop (%s): is it the lastTransitionTime you read while containerd was stopped, the last time you stopped it?", a.NotReadySince, stopped.UTC().Format(time.RFC3339))
+		return r, nil
+	case (took - time.Duration(a.SecondsToNotReady)*time.Second).Abs() > 10*time.Second:
+		r.missing("secondsToNotReady: from containerd's stop (its InactiveEnterTimestamp) to notReadySince is %d s, not %d", int(took.Round(time.Second).Seconds()), a.SecondsToNotReady)
+	case !started.After(since):
+		r.missing("containerd started again after the Node went NotReady: minikube ssh -- sudo systemctl start containerd")
+	}
+	lines, err := journal(ctx, env, n, "kubelet", `"Node became not ready"`)
+	if err != nil {
+		return r, err
+	}
+	var said *corev1.NodeCondition
+	for _, l := range lines {
+		var c corev1.NodeCondition
+		if m := conditionField.FindStringSubmatch(l.message); m != nil && json.Unmarshal([]byte(m[1]), &c) == nil && c.LastTransitionTime.Time.Equal(since) {
+			said = &c
 		}
 	}
-	r.missing("the kubelet's NodeNotReady event at notReadySince (%s): none is there — stop containerd and wait for NotReady (kubectl get events -A --field-selector involvedObject.kind=Node,reason=NodeNotReady shows who said it when)", a.NotReadySince)
+	switch {
+	case said == nil:
+		r.missing("the kubelet's \"Node became not ready\" line at notReadySince (%s) in its journal (sudo journalctl -u kubelet | grep \"Node became not ready\"): is notReadySince the lastTransitionTime you read while the Node was NotReady?", a.NotReadySince)
+	case !containsAny(said.Message, runtimeMessages):
+		r.missing("the Node NotReady because its runtime stopped: the kubelet's reason then was %q", said.Message)
+	case normalize(a.Message) != said.Message || normalize(a.Reason) != said.Reason:
+		r.missing("reason and message: the kubelet's words at notReadySince, as the Node's Ready condition said them then (its journal's \"Node became not ready\" line has them too)")
+	}
 	return r, nil
+}
+
+// conditionField is the condition a kubelet log line carries, as JSON, at its end.
+var conditionField = regexp.MustCompile(`condition=(\{.*\})\s*$`)
+
+// unitTimestamp reads a systemd unit's timestamp property as the script above prints it, in Unix
+// seconds ("InactiveEnterTimestamp=@1764668465"; none when the unit never entered that state).
+func unitTimestamp(out, property string) time.Time {
+	for _, l := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), property+"=@"); ok {
+			if sec, err := strconv.ParseInt(v, 10, 64); err == nil {
+				return time.Unix(sec, 0)
+			}
+		}
+	}
+	return time.Time{}
 }
 
 func containsAny(s string, subs []string) bool {

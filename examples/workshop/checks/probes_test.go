@@ -1,6 +1,7 @@
 package checks
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -115,41 +116,80 @@ func TestNodeNotReady(t *testing.T) {
 		return fmt.Sprintf("reason: %s\nmessage: %q\nnotReadySince: %q\nsecondsToNotReady: %d\n", reason, message, at.Format(time.RFC3339), seconds)
 	}
 	good := answers("KubeletNotReady", "container runtime is down", since, 35)
+	const pleg = "[container runtime is down, PLEG is not healthy: pleg was last seen active 3m0.5s ago; threshold is 3m0s]"
+	// node is what the node says: systemd's times for containerd (stopped zero: never stopped),
+	// and the kubelet's "Node became not ready" line, at becameAt with message ("" for none).
+	type node struct {
+		stopped, started time.Time
+		becameAt         time.Time
+		message          string
+	}
+	stopped := node{stopped: since.Add(-35 * time.Second), started: since.Add(40 * time.Second), becameAt: since, message: "container runtime is down"}
+	with := func(n node, change func(*node)) node { change(&n); return n }
 
 	tests := []struct {
 		name    string
 		ready   corev1.ConditionStatus
 		back    time.Time // the Ready condition's lastTransitionTime
 		events  []runtime.Object
+		node    node
 		answers string
 		want    string // "" passes
 	}{
-		{"the template", corev1.ConditionTrue, since.Add(-time.Hour), nil, "reason: \"\"\nmessage: \"\"\nnotReadySince: \"\"\nsecondsToNotReady: 0\n", "message, notReadySince, reason, secondsToNotReady still empty"},
-		{"done", corev1.ConditionTrue, since.Add(50 * time.Second), []runtime.Object{kubeletSaid}, good, ""},
+		{"the template", corev1.ConditionTrue, since.Add(-time.Hour), nil, stopped, "reason: \"\"\nmessage: \"\"\nnotReadySince: \"\"\nsecondsToNotReady: 0\n", "message, notReadySince, reason, secondsToNotReady still empty"},
+		{"done", corev1.ConditionTrue, since.Add(50 * time.Second), []runtime.Object{kubeletSaid}, stopped, good, ""},
 		{"down for over three minutes", corev1.ConditionTrue, since.Add(4 * time.Minute), []runtime.Object{kubeletSaid},
-			answers("KubeletNotReady", "[container runtime is down, PLEG is not healthy: pleg was last seen active 3m0.5s ago; threshold is 3m0s]", since, 33), ""},
-		{"a repeated event, first and last around it", corev1.ConditionTrue, since.Add(50 * time.Second), []runtime.Object{nodeEvent("kubelet", since.Add(-30*time.Minute), since.Add(2*time.Second))}, good, ""},
-		{"containerd still stopped", corev1.ConditionFalse, since, []runtime.Object{kubeletSaid}, good, "Ready again: minikube ssh -- sudo systemctl start containerd"},
-		{"the node controller's reason", corev1.ConditionTrue, since.Add(50 * time.Second), []runtime.Object{kubeletSaid},
+			with(stopped, func(n *node) { n.stopped, n.message = since.Add(-33*time.Second), pleg }), answers("KubeletNotReady", pleg, since, 33), ""},
+		{"a repeated event, first and last around it", corev1.ConditionTrue, since.Add(50 * time.Second), []runtime.Object{nodeEvent("kubelet", since.Add(-30*time.Minute), since.Add(2*time.Second))}, stopped, good, ""},
+		{"containerd still stopped", corev1.ConditionFalse, since, []runtime.Object{kubeletSaid}, stopped, good, "Ready again: minikube ssh -- sudo systemctl start containerd"},
+		{"the node controller's reason", corev1.ConditionTrue, since.Add(50 * time.Second), []runtime.Object{kubeletSaid}, stopped,
 			answers("NodeStatusUnknown", "container runtime is down", since, 35), "NodeStatusUnknown is the node controller's"},
-		{"the node controller's message", corev1.ConditionTrue, since.Add(50 * time.Second), []runtime.Object{kubeletSaid},
+		{"the node controller's message", corev1.ConditionTrue, since.Add(50 * time.Second), []runtime.Object{kubeletSaid}, stopped,
 			answers("KubeletNotReady", "Kubelet stopped posting node status.", since, 35), "is the node controller's, when the kubelet stops posting"},
-		{"words of one's own", corev1.ConditionTrue, since.Add(50 * time.Second), []runtime.Object{kubeletSaid},
+		{"words of one's own", corev1.ConditionTrue, since.Add(50 * time.Second), []runtime.Object{kubeletSaid}, stopped,
 			answers("KubeletNotReady", "containerd is stopped", since, 35), "the kubelet's own words for a runtime"},
-		{"Ready since before", corev1.ConditionTrue, since.Add(-time.Hour), []runtime.Object{kubeletSaid}, good, "to have come back after notReadySince"},
-		{"too fast to be the kubelet's", corev1.ConditionTrue, since.Add(50 * time.Second), []runtime.Object{kubeletSaid},
+		{"Ready since before", corev1.ConditionTrue, since.Add(-time.Hour), []runtime.Object{kubeletSaid}, stopped, good, "to have come back after notReadySince"},
+		{"too fast to be the kubelet's", corev1.ConditionTrue, since.Add(50 * time.Second), []runtime.Object{kubeletSaid}, stopped,
 			answers("KubeletNotReady", "container runtime is down", since, 3), "secondsToNotReady"},
-		{"not a time", corev1.ConditionTrue, since.Add(50 * time.Second), []runtime.Object{kubeletSaid},
+		{"not a time", corev1.ConditionTrue, since.Add(50 * time.Second), []runtime.Object{kubeletSaid}, stopped,
 			"reason: KubeletNotReady\nmessage: container runtime is down\nnotReadySince: a minute ago\nsecondsToNotReady: 35\n", "notReadySince: the Ready condition's lastTransitionTime"},
-		{"only the node controller's event (exercise 4)", corev1.ConditionTrue, since.Add(50 * time.Second), []runtime.Object{nodeEvent("node-controller", since, since)}, good, "the kubelet's NodeNotReady event at notReadySince"},
-		{"the kubelet's event at another time", corev1.ConditionTrue, since.Add(50 * time.Second), []runtime.Object{nodeEvent("kubelet", since.Add(-20*time.Minute), since.Add(-20*time.Minute))}, good, "the kubelet's NodeNotReady event at notReadySince"},
+		{"only the node controller's event (exercise 4)", corev1.ConditionTrue, since.Add(50 * time.Second), []runtime.Object{nodeEvent("node-controller", since, since)}, stopped, good, "the kubelet's NodeNotReady event at notReadySince"},
+		{"the kubelet's event at another time", corev1.ConditionTrue, since.Add(50 * time.Second), []runtime.Object{nodeEvent("kubelet", since.Add(-20*time.Minute), since.Add(-20*time.Minute))}, stopped, good, "the kubelet's NodeNotReady event at notReadySince"},
+		// Did not do it: a kubelet that restarts posts NotReady, with an event, for a moment.
+		{"any restart of the kubelet, and the README's words", corev1.ConditionTrue, since.Add(15 * time.Second), []runtime.Object{kubeletSaid},
+			node{becameAt: since, message: "container runtime status check may not have completed yet"}, good, "containerd stopped under the running kubelet: systemd has no stop of containerd"},
+		{"a restart's NotReady, containerd stopped long before", corev1.ConditionTrue, since.Add(15 * time.Second), []runtime.Object{kubeletSaid},
+			with(stopped, func(n *node) {
+				n.stopped, n.message = since.Add(-time.Hour), "container runtime status check may not have completed yet"
+			}), good, "notReadySince (" + since.Format(time.RFC3339) + ") about half a minute after containerd's last stop"},
+		{"containerd stopped, the restart's NotReady answered", corev1.ConditionTrue, since.Add(15 * time.Second), []runtime.Object{kubeletSaid},
+			with(stopped, func(n *node) { n.message = "container runtime status check may not have completed yet" }), good, "the Node NotReady because its runtime stopped: the kubelet's reason then was"},
+		{"no line of the kubelet at that time", corev1.ConditionTrue, since.Add(50 * time.Second), []runtime.Object{kubeletSaid},
+			with(stopped, func(n *node) { n.becameAt = since.Add(-time.Hour) }), good, `the kubelet's "Node became not ready" line at notReadySince`},
+		{"the seconds guessed", corev1.ConditionTrue, since.Add(50 * time.Second), []runtime.Object{kubeletSaid},
+			with(stopped, func(n *node) { n.stopped = since.Add(-70 * time.Second) }), good, "secondsToNotReady: from containerd's stop (its InactiveEnterTimestamp) to notReadySince is 70 s, not 35"},
+		{"the README's words for another message", corev1.ConditionTrue, since.Add(4 * time.Minute), []runtime.Object{kubeletSaid},
+			with(stopped, func(n *node) { n.message = pleg }), good, "reason and message: the kubelet's words at notReadySince"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newCluster(t, tt.events...)
-			n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "minikube"}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
-				{Type: corev1.NodeReady, Status: tt.ready, LastTransitionTime: metav1.NewTime(tt.back)}}}}
+			n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "minikube"}, Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{MachineID: machineID},
+				Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: tt.ready, LastTransitionTime: metav1.NewTime(tt.back)}}}}
 			require.NoError(t, c.client.Tracker().Update(corev1.SchemeGroupVersion.WithResource("nodes"), n, ""))
+			unix := func(at time.Time) string {
+				if at.IsZero() {
+					return ""
+				}
+				return fmt.Sprintf("@%d", at.Unix())
+			}
+			c.node["systemctl show containerd"] = "InactiveEnterTimestamp=" + unix(tt.node.stopped) + "\nActiveEnterTimestamp=" + unix(tt.node.started) + "\n"
+			if tt.node.message != "" {
+				condition, err := json.Marshal(corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionFalse, LastHeartbeatTime: metav1.NewTime(tt.node.becameAt),
+					LastTransitionTime: metav1.NewTime(tt.node.becameAt), Reason: "KubeletNotReady", Message: tt.node.message})
+				require.NoError(t, err)
+				c.node["journalctl --unit kubelet"] = journalText("kubelet", tt.node.becameAt, `I1202 09:31:40.000000     512 setters.go:552] "Node became not ready" node="minikube" condition=`+string(condition))
+			}
 			c.answer("15-node-not-ready.yaml", tt.answers)
 			if r := c.check(checkNodeNotReady); tt.want == "" {
 				passes(t, r, tt.name)

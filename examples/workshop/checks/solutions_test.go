@@ -12,8 +12,9 @@ import (
 )
 
 // TestReferenceSolutions: each coding exercise's checker fails on the repository's code (the
-// exercise not done) and passes with its reference solution — given to the go command as an
-// overlay, as the rehearsal does, so that nothing of the repository changes. No cluster, no root.
+// exercise not done) and passes with its reference solution in place of the exercise's file —
+// given to the checker's own build (Env.attendeeCode), so that nothing of the repository changes.
+// No cluster, no root.
 func TestReferenceSolutions(t *testing.T) {
 	root := repo.Root()
 	coding := 0
@@ -29,9 +30,8 @@ func TestReferenceSolutions(t *testing.T) {
 			assert.False(t, before.Passed(), "exercise %d passes before it is solved", e.Number)
 			assert.Contains(t, strings.Join(before.Missing, "\n"), "the exercise's test to pass")
 
-			overlay, err := SolutionOverlay(root, t.TempDir(), e)
+			env.attendeeCode, err = SolutionFiles(root, e)
 			require.NoError(t, err)
-			t.Setenv("GOFLAGS", "-overlay="+overlay)
 			after, err := e.Check(context.Background(), env)
 			require.NoError(t, err)
 			assert.True(t, after.Passed(), "exercise %d with its reference solution still misses: %v", e.Number, after.Missing)

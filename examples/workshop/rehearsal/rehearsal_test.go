@@ -178,8 +178,6 @@ type rehearsal struct {
 	kubeconfig string
 	// ran is the current exercise's commands so far, for its answers.
 	ran runs
-	// extraEnv is added to the environment of the current exercise's commands.
-	extraEnv []string
 }
 
 // newRehearsal makes the attendee's environment, inside the lab: the lab's minikube and kubectl
@@ -240,7 +238,7 @@ func (r *rehearsal) run(c Command, where string, timeout time.Duration) run {
 	defer cancel()
 	cmd := exec.Command("bash", "--noprofile", "--norc", "-c", c.Text)
 	cmd.Dir = r.root
-	cmd.Env = append(append([]string{}, r.env...), r.extraEnv...)
+	cmd.Env = append([]string{}, r.env...)
 	var out syncbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -325,12 +323,6 @@ func (r *rehearsal) check(e checks.Exercise) checks.Result {
 		env.Client, err = kubernetes.NewForConfig(cfg)
 		require.NoError(t, err)
 	}
-	if e.Offline { // its `go test` builds the attendee's code: the overlay is the attendee's
-		for _, kv := range r.extraEnv {
-			k, v, _ := strings.Cut(kv, "=")
-			t.Setenv(k, v)
-		}
-	}
 	res, err := e.Check(context.Background(), env)
 	require.NoError(t, err, "exercise %d could not be checked", e.Number)
 	return res
@@ -352,12 +344,21 @@ var beforeReason = map[int]string{
 	14: "the Pod probes/dns", 15: "still empty", 16: "still empty",
 }
 
-// solutionOverlay is what an attendee who solved a coding exercise has: the reference solution in
-// place of the exercise's file (checks.SolutionOverlay), in the go command's flags.
-func (r *rehearsal) solutionOverlay(e checks.Exercise) []string {
-	path, err := checks.SolutionOverlay(r.root, r.t.TempDir(), e)
-	require.NoError(r.t, err)
-	return []string{"GOFLAGS=" + strings.TrimSpace(os.Getenv("GOFLAGS")+" -overlay="+path)}
+// solve does what an attendee who solved a coding exercise did: writes the reference solution
+// into the exercise's file (checks.SolutionFiles), which the checker builds as it finds it. The
+// file as the checkout had it comes back when the exercise's test ends.
+func (r *rehearsal) solve(t *testing.T, e checks.Exercise) {
+	files, err := checks.SolutionFiles(r.root, e)
+	require.NoError(t, err)
+	for dst, src := range files {
+		original, err := os.ReadFile(dst)
+		require.NoError(t, err)
+		solution, err := os.ReadFile(src)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(dst, solution, 0o644))
+		t.Cleanup(func() { require.NoError(t, os.WriteFile(dst, original, 0o644)) })
+		t.Logf("%s: the reference solution, as the attendee's code", strings.TrimPrefix(dst, r.root+"/"))
+	}
 }
 
 // keepAnswers moves an answers directory already in the repository aside for the rehearsal (to
@@ -441,7 +442,7 @@ func TestRehearseWorkshop(t *testing.T) {
 		ok := t.Run(fmt.Sprintf("exercise %d", e.Number), func(t *testing.T) {
 			r.t = t
 			slate := time.Now()
-			r.ran, r.extraEnv = nil, nil
+			r.ran = nil
 			r.blocks(section(instr, cleanSlate), commandTimeout, nil)
 			t.Logf("clean slate: %s", time.Since(slate).Round(100*time.Millisecond))
 
@@ -473,11 +474,12 @@ func TestRehearseWorkshop(t *testing.T) {
 					require.NoError(t, os.WriteFile(filepath.Join(r.root, "examples", "workshop", "answers", name), []byte(content), 0o644))
 					t.Logf("answers/%s:\n%s", name, content)
 				}
-				if e.Offline {
-					r.extraEnv = r.solutionOverlay(e)
+				if e.Coding() {
+					r.solve(t, e)
 				}
 			})
 			require.True(t, checked, "exercise %d's README runs `make check EX=%d`", e.Number, e.Number)
+			r.noCredentialLeft(e)
 			t.Logf("exercise %d: FAIL before, PASS after; its commands took %s", e.Number, took[e.Number].Round(100*time.Millisecond))
 		})
 		r.t = t
@@ -499,6 +501,33 @@ func TestRehearseWorkshop(t *testing.T) {
 		assert.LessOrEqual(t, d.Seconds(), 3*float64(row.top), "exercise %d took %s, INSTRUCTOR.md says %d–%d s", row.number, d.Round(time.Second), row.low, row.top)
 	}
 	t.Logf("the whole rehearsal: %s\n%s", time.Since(start).Round(time.Second), report.String())
+}
+
+// credential matches what must not outlive an exercise: a JSON Web Token (a ServiceAccount's), a
+// private key.
+var credential = regexp.MustCompile(`eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.|PRIVATE KEY-----`)
+
+// noCredentialLeft checks what an exercise's own clean-up leaves: no credential in the answers'
+// directory, none in the node's home (where the READMEs copy files with minikube cp).
+func (r *rehearsal) noCredentialLeft(e checks.Exercise) {
+	t := r.t
+	t.Helper()
+	dir := filepath.Join(r.root, "examples", "workshop", "answers")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, entry := range entries {
+		if data, err := os.ReadFile(filepath.Join(dir, entry.Name())); err == nil {
+			assert.False(t, credential.Match(data), "exercise %d's commands leave a credential in answers/%s: its README's clean-up removes it", e.Number, entry.Name())
+		}
+	}
+	if e.Offline {
+		return
+	}
+	cmd := exec.Command("minikube", "ssh", "--", "sudo grep -rlE '"+credential.String()+"' /home/docker 2>/dev/null; true")
+	cmd.Env, cmd.Dir = r.env, r.root
+	out, err := cmd.Output()
+	require.NoError(t, err, "minikube ssh: %s", out)
+	assert.Empty(t, strings.TrimSpace(string(out)), "exercise %d's commands leave a credential in the node: its README's clean-up removes it", e.Number)
 }
 
 // nodeLogs are the last lines of the node's kubelet's journal, for a failure that happened under

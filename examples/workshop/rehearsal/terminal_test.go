@@ -56,7 +56,7 @@ func (r *rehearsal) converse(c Command, timeout time.Duration) (string, error) {
 	defer cancel()
 	cmd := exec.Command("bash", "--noprofile", "--norc", "-c", c.Text)
 	cmd.Dir = r.root
-	cmd.Env = append(append([]string{}, r.env...), r.extraEnv...)
+	cmd.Env = append([]string{}, r.env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = term, term, term
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
 	require.NoError(t, cmd.Start(), "%s", c)
