@@ -7,5 +7,6 @@
 //   - journeynote: chapter 07's printed journey held to the steps notes/07-syncloop.md teaches;
 //   - benchratio: side-by-side benchmarks' ratios, and the `make bench` summary (benchsummary);
 //   - syncbuf: a buffer a running command writes while a test reads it;
-//   - satoken: a ServiceAccount's token from the TokenRequest API, for a test to present to a kubelet.
+//   - satoken: a ServiceAccount's token from the TokenRequest API, for a test to present to a kubelet;
+//   - modproxy: a Go module proxy in a directory, for the go command on made-up modules.
 package testsupport
