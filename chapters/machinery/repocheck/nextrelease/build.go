@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -61,6 +62,7 @@ func (g *goCommand) run(ctx context.Context, args ...string) (string, bool, erro
 	cmd.Dir = g.dir
 	cmd.Env = g.env
 	out, err := cmd.CombinedOutput()
+	out = downloads.ReplaceAll(out, nil)
 	var exit *exec.ExitError
 	switch {
 	case ctx.Err() != nil:
@@ -72,6 +74,9 @@ func (g *goCommand) run(ctx context.Context, args ...string) (string, bool, erro
 	}
 	return string(out), true, nil
 }
+
+// downloads are the go command's lines about modules it fetches, which say nothing about the release.
+var downloads = regexp.MustCompile(`(?m)^go: downloading .*\n`)
 
 // environ is this process's environment with GOTOOLCHAIN set.
 func environ(goToolchain string) []string {

@@ -62,9 +62,9 @@ type readmeResult struct {
 	output string // what the test printed (the failure with its diff, the skip's reason)
 }
 
-// readmeResults reads go test -json's output: each chapter's result, and each failed command's
-// with what it printed (testify's message and diff); lines that are not events (the build's
-// errors when the runner could not be built) come back as other.
+// readmeResults reads go test -json's output: each chapter's result, and what each failed chapter
+// and command printed (testify's message and diff, or why a program could not be built); lines
+// that are not events (the build's errors when the runner could not be built) come back as other.
 func readmeResults(stream string) (chapters, failed []readmeResult, other string) {
 	outputs := map[string]*strings.Builder{}
 	var order []string
@@ -103,8 +103,9 @@ func readmeResults(stream string) (chapters, failed []readmeResult, other string
 		r := readmeResult{name: name, action: done[name], output: strings.TrimRight(outputs[name].String(), "\n")}
 		if !strings.Contains(name, "/") {
 			chapters = append(chapters, r)
-		} else if r.action == "fail" {
-			failed = append(failed, r)
+		}
+		if r.action == "fail" && r.output != "" {
+			failed = append(failed, r) // a chapter's own output: why its commands could not run
 		}
 	}
 	return chapters, failed, rest.String()

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 )
 
@@ -52,6 +53,9 @@ func (r *report) write(w io.Writer) error {
 		}
 	}
 	p.f("- Build: %d of %d parts compile (`go build`), %d pass `go vet` (tests included).\n", built, len(r.units), vetted)
+	if missing := unfetched(r.tidy); len(missing) > 0 {
+		p.f("- Modules the go command could not download, so that no package importing them builds: %s.\n", strings.Join(missing, "; "))
+	}
 	if r.readmesSkipped != "" {
 		p.f("- README samples: not run (%s).\n", r.readmesSkipped)
 	} else {
@@ -178,6 +182,28 @@ func (r *report) goVersionText() string {
 		return ""
 	}
 	return fmt.Sprintf(" and its `.go-version` %s", r.goVersion)
+}
+
+// fetchError is the go command's line for a module it could not download, and the proxy's answer.
+var fetchError = regexp.MustCompile(`(?m)(\S+@v\S+): reading \S+: (.+)(?:\n\s*server response: (.+))?`)
+
+// unfetched lists, once each, the modules whose download the go command's output reports failed,
+// with why: "sigs.k8s.io/x@v1.0.0 (403 Forbidden: This module version is not available.)".
+func unfetched(output string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, m := range fetchError.FindAllStringSubmatch(output, -1) {
+		if seen[m[1]] {
+			continue
+		}
+		seen[m[1]] = true
+		why := strings.TrimSpace(m[2])
+		if m[3] != "" {
+			why += ": " + strings.TrimSpace(m[3])
+		}
+		out = append(out, fmt.Sprintf("`%s` (%s)", m[1], why))
+	}
+	return out
 }
 
 // cell makes text fit in a Markdown table cell.

@@ -73,15 +73,16 @@ func copyFile(from, to string) error {
 // textBlock is a README's sample output, as the README runner finds them (readme_test.go).
 var textBlock = regexp.MustCompile("(?ms)^```text(?: [\\w-]+)?\n.*?^```\n")
 
-// retagSamples makes the samples of a README say next where they say current (the version each
-// chapter prints), so that a sample differs from the run on next only by what really changed.
+// retagSamples makes the samples of a README name the kubernetes module at next where they name it
+// at current ("k8s.io/kubernetes v1.37.2", "k8s.io/kubernetes@v1.37.2": what the chapters print
+// of the module they were built with), so that a sample differs from the run on next only by what
+// really changed. Other versions (a container image's tag) stay.
 func retagSamples(readme, current, next string) error {
 	data, err := os.ReadFile(readme)
 	if err != nil {
 		return err
 	}
-	out := textBlock.ReplaceAllStringFunc(string(data), func(block string) string {
-		return strings.ReplaceAll(block, current, next)
-	})
+	r := strings.NewReplacer("k8s.io/kubernetes "+current, "k8s.io/kubernetes "+next, "k8s.io/kubernetes@"+current, "k8s.io/kubernetes@"+next)
+	out := textBlock.ReplaceAllStringFunc(string(data), r.Replace)
 	return os.WriteFile(readme, []byte(out), 0o644)
 }
