@@ -29,6 +29,9 @@
 // with all white space dropped, so that it may wrap or be re-indented.
 //
 // Files under staging/src/k8s.io/NAME are read from the module k8s.io/NAME at v0.MINOR.PATCH.
+//
+// Links name the pinned tag, except in the notes that compare the pinned release with another
+// one (Comparisons), whose links may name that release's tag too and are checked against it.
 package notescheck
 
 import (
@@ -52,6 +55,14 @@ import (
 	"golang.org/x/mod/module"
 )
 
+// Comparisons are the notes that compare the pinned release with another one, each with the other
+// release's tag: their links may name that tag besides the pinned one, and a link that does is
+// checked against the source at the tag it names. No other file may cite another tag.
+var Comparisons = map[string]string{
+	"notes/v1.38.md":    "v1.38.0-beta.0",
+	"notes/zh/v1.38.md": "v1.38.0-beta.0",
+}
+
 // Citation is one reference to kubernetes source.
 type Citation struct {
 	// Where is the citing file and line ("notes/04-runkubelet.md:12").
@@ -64,6 +75,14 @@ type Citation struct {
 	From, To int
 	// Symbol is the text the lines must contain; empty when none is given.
 	Symbol string
+}
+
+// file is the citing file, as Where names it.
+func (c Citation) file() string {
+	if i := strings.LastIndex(c.Where, ":"); i >= 0 {
+		return c.Where[:i]
+	}
+	return c.Where
 }
 
 func (c Citation) String() string {
@@ -190,6 +209,8 @@ type Source struct {
 	Version string
 	dirs    map[string]string
 	files   map[string]*source
+	// compared reads the tags of Comparisons, one Source each.
+	compared map[string]*Source
 }
 
 // NewSource returns a Source that reads version and expects links pinned to pinned.
@@ -240,6 +261,17 @@ func extracted(mod, version string) (string, error) {
 	return dir, nil
 }
 
+// at is the Source of a comparison's tag.
+func (s *Source) at(tag string) *Source {
+	if s.compared == nil {
+		s.compared = map[string]*Source{}
+	}
+	if _, ok := s.compared[tag]; !ok {
+		s.compared[tag] = NewSource(tag, tag)
+	}
+	return s.compared[tag]
+}
+
 // File resolves a repository path to a file on disk.
 func (s *Source) File(path string) (string, error) {
 	if rest, ok := strings.CutPrefix(path, "staging/src/k8s.io/"); ok {
@@ -262,6 +294,9 @@ func (s *Source) File(path string) (string, error) {
 // comment). When the named code is elsewhere, the error says where it is now.
 func (s *Source) Check(c Citation) error {
 	if c.Ref != "" && c.Ref != s.Pinned {
+		if tag, ok := Comparisons[c.file()]; ok && c.Ref == tag {
+			return s.at(tag).Check(c)
+		}
 		return fmt.Errorf("%s: %s cites %s, not the pinned %s", c.Where, c, c.Ref, s.Pinned)
 	}
 	file, err := s.File(c.Path)
