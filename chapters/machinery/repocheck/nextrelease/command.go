@@ -68,19 +68,19 @@ func newCommand(ctx context.Context) *cobra.Command {
 	return cmd
 }
 
+// complete finds the repository, when --root does not name it, as the module of the working
+// directory (none: validate says so), and the report's default path in it.
 func (o *options) complete(ctx context.Context) error {
 	if o.root == "" {
 		out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
 		if err != nil {
 			return fmt.Errorf("go env GOMOD: %w", err)
 		}
-		gomod := strings.TrimSpace(string(out))
-		if gomod == "" || gomod == os.DevNull {
-			return fmt.Errorf("--root: the working directory is in no module; run from the repository or name it")
+		if gomod := strings.TrimSpace(string(out)); gomod != "" && gomod != os.DevNull {
+			o.root = filepath.Dir(gomod)
 		}
-		o.root = filepath.Dir(gomod)
 	}
-	if o.report == "" {
+	if o.report == "" && o.root != "" {
 		o.report = filepath.Join(o.root, ".bin", "next", o.next+".md")
 	}
 	return nil
@@ -92,6 +92,9 @@ var tag = regexp.MustCompile(`^v1\.\d+\.\d+(?:-(?:alpha|beta|rc)\.\d+)?$`)
 func (o *options) validate() error {
 	if !tag.MatchString(o.next) {
 		return fmt.Errorf("--k8s %q: want a kubernetes release tag, such as v1.38.0 or v1.38.0-beta.0", o.next)
+	}
+	if o.root == "" {
+		return fmt.Errorf("--root: the working directory is in no module; run from the repository or name it")
 	}
 	if _, err := os.Stat(filepath.Join(o.root, "go.mod")); err != nil {
 		return fmt.Errorf("--root %s: %w", o.root, err)
