@@ -182,4 +182,11 @@ bench: ## Run the benchmarks BENCH_COUNT times (6), then judge each side-by-side
 	$(GO) test -timeout $(TIMEOUT) -run '^$$' -bench '$(BENCH)' -count $(BENCH_COUNT) -benchmem $(TEST_FLAGS) ./... | tee $(BIN)/bench.txt
 	@$(GO) run ./chapters/machinery/testsupport/benchratio/benchsummary --goals notes/measurements.md $(BIN)/bench.txt
 
+##@ Next release
+
+.PHONY: next
+next: ## A look at another release, go.mod untouched: make next K8S=v1.38.0-beta.0 builds every chapter on it (with the Go it asks for) in a copy, runs the READMEs, checks the citations; one report in .bin/next/.
+	@test -n "$(K8S)" || { echo "make next K8S=<a kubernetes tag the module proxy serves, e.g. v1.38.0-beta.0>"; exit 1; }
+	$(GO) run ./chapters/machinery/repocheck/nextrelease --k8s $(K8S) $(ARGS)
+
 include chapters/machinery/lab/lab.mk

@@ -79,14 +79,14 @@ func TestChainRefusesWithoutDebugger(t *testing.T) {
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit, "%s", output.String())
 	assert.Equal(t, 1, exit.ExitCode())
-	assert.Contains(t, output.String(), "kubelet-chain runs under Delve, which calls main.kubemarkReplacements at run's first line")
+	assert.Contains(t, output.String(), "kubelet-chain runs under Delve, which calls main.hollowReplacements at run's first line")
 	entries, err := os.ReadDir(run)
 	require.NoError(t, err)
 	assert.Empty(t, entries, "nothing started, nothing written")
 }
 
 // The chain stops at every step as a normal user (Delve as nobody when the tests run as root):
-// nothing of run's, or of kubemark's replacements, may need root — the kernel's log, for one,
+// nothing of run's, or of the hollow node's replacements, may need root — the kernel's log, for one,
 // is closed to a normal user where kernel.dmesg_restrict is 1.
 func TestChainAsANormalUser(t *testing.T) {
 	base := ""

@@ -30,7 +30,7 @@ var chain = []step{
 	{function: "k8s.io/kubernetes/cmd/kubelet/app.NewKubeletCommand.func1", what: "the command's RunE: flags, configuration, dependencies (chapter 02)"},
 	{function: "k8s.io/kubernetes/cmd/kubelet/app.Run", what: "logs the version, initForOS, then run (chapter 03)"},
 	{function: "k8s.io/kubernetes/cmd/kubelet/app.run", what: "from a configuration to a running kubelet (chapter 03)",
-		call: "main.kubemarkReplacements(kubeDeps)"},
+		call: "main.hollowReplacements(kubeDeps)"},
 	{function: "k8s.io/kubernetes/cmd/kubelet/app.RunKubelet", what: "node name, node IPs, capabilities (chapter 04)"},
 	{function: "k8s.io/kubernetes/cmd/kubelet/app.createAndInitKubelet", what: "NewMainKubelet, BirthCry, garbage collection (chapter 04)"},
 	{function: "k8s.io/kubernetes/pkg/kubelet.NewMainKubelet", what: "builds the Kubelet and its managers (chapter 04)"},
@@ -191,9 +191,9 @@ func (o *debugOptions) step(client *rpc2.RPCClient, p paths) error {
 				return fmt.Errorf("call %s: %w", s.call, err)
 			}
 			fmt.Fprintf(o.out, "    Delve calls %s here: run then finds cAdvisor, a container\n"+
-				"    manager and an event recorder in its Dependencies (kubemark's, as chapter 04's) and builds\n"+
-				"    none — the real container manager needs /var/lib/kubelet/device-plugins, which only root\n"+
-				"    may make, and the real recorder has the kubelet read the kernel's log (/dev/kmsg).\n", s.call)
+				"    manager and an event recorder in its Dependencies (the hollow node's, as chapter 04's) and\n"+
+				"    builds none — the real container manager needs /var/lib/kubelet/device-plugins, which only\n"+
+				"    root may make, and the real recorder has the kubelet read the kernel's log (/dev/kmsg).\n", s.call)
 		}
 	}
 	return nil

@@ -18,8 +18,8 @@ import (
 // the process-wide registries (pkg/kubelet/kubelet.go, initializeModules →
 // metrics.RegisterCollectors), a kubelet with an apiserver client registers a third in
 // NewMainKubelet (the pod certificate collector), and a second registration panics with
-// "duplicate metrics collector registration attempted". kubemark runs one kubelet per process
-// and never meets it.
+// "duplicate metrics collector registration attempted". The kubelet binary runs one kubelet per
+// process and never meets it.
 //
 // So kubelets start one at a time: the previous kubelet's collectors are unregistered (by their
 // descriptors, which is how prometheus identifies a collector), the new kubelet starts, and the

@@ -1,11 +1,12 @@
 // Package realkubelet starts the real k8s.io/kubernetes kubelet inside the calling process,
 // through the door the kubelet binary takes after flag parsing (app.RunKubelet), with what a
-// laptop lacks — a container runtime, cAdvisor, cgroups — taken from kubemark's hollow node.
-// notes/04-runkubelet.md follows the source; what a caller must know is here.
+// laptop lacks — a container runtime, cAdvisor, cgroups — replaced by the kubelet's own stand-ins:
+// a hollow node (hollow.go). notes/04-runkubelet.md follows the source; what a caller must know is
+// here.
 //
 // The secure port runs only with Webhook (anonymous requests refused): it serves /logs/ (this
 // machine's /var/log, with this process's rights), /debug/pprof and PUT /debug/flags/v, so its
-// TLS options and authentication, which kubemark leaves out, are added (app.InitializeTLS,
+// TLS options and authentication are built as the kubelet binary builds them (app.InitializeTLS,
 // app.BuildAuth). The read-only port, which serves none of those, listens on loopback unless
 // Address says otherwise.
 //
@@ -42,9 +43,6 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet"
 	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
 	kubeletconfigconversion "k8s.io/kubernetes/pkg/kubelet/apis/config/v1beta1"
-	cadvisortest "k8s.io/kubernetes/pkg/kubelet/cadvisor/testing"
-	"k8s.io/kubernetes/pkg/kubelet/cm"
-	"k8s.io/kubernetes/pkg/kubemark"
 )
 
 // DefaultNodeName is the node name used when Options.NodeName is empty.
@@ -137,20 +135,15 @@ func Start(parent context.Context, opts Options) (_ *Kubelet, err error) {
 		return nil, err
 	}
 
-	// kubemark's configuration: a temporary root directory, fast sync periods, no cgroups.
-	flags, config := kubemark.GetHollowKubeletConfig(&kubemark.HollowKubeletOptions{
-		NodeName:            opts.NodeName,
-		KubeletPort:         securePort,
-		KubeletReadOnlyPort: readOnlyPort,
-		MaxPods:             110,
-	})
-	if err := rehome(ctx, flags, config); err != nil {
+	// The hollow node's configuration: a temporary root directory, a fast sync period, no cgroups.
+	rootDir, err := hollowRootDir(logger)
+	if err != nil {
 		return nil, err
 	}
-	k := &Kubelet{NodeName: opts.NodeName, RootDir: flags.RootDirectory, Config: config}
 	made.Lock()
-	made.dirs = append(made.dirs, k.RootDir)
+	made.dirs = append(made.dirs, rootDir)
 	made.Unlock()
+	k := &Kubelet{NodeName: opts.NodeName, RootDir: rootDir}
 	ctx, k.cancel = context.WithCancel(ctx)
 	started := false
 	defer func() {
@@ -158,6 +151,11 @@ func Start(parent context.Context, opts Options) (_ *Kubelet, err error) {
 			k.Stop()
 		}
 	}()
+	flags, config, err := hollowConfig(opts.NodeName, rootDir, securePort, readOnlyPort)
+	if err != nil {
+		return nil, err
+	}
+	k.Config = config
 	if err := configure(opts, flags, config, securePort); err != nil {
 		return nil, err
 	}
@@ -221,11 +219,12 @@ func (opts Options) withDefaults() Options {
 	return opts
 }
 
-// configure changes kubemark's configuration into the one Options ask for.
+// configure changes the hollow node's configuration into the one Options ask for.
 func configure(opts Options, flags *options.KubeletFlags, config *kubeletconfig.KubeletConfiguration, securePort int) error {
 	flags.CertDirectory = filepath.Join(flags.RootDirectory, "pki")
-	// RunKubelet sets this process's open-file limit to maxOpenFiles, soft and hard; kubemark's
-	// 1024 would cap every other server in the process. Keep the limit the process has.
+	// RunKubelet sets this process's open-file limit to maxOpenFiles, soft and hard: the default,
+	// 1,000,000, would change every other server's limit in the process as root, and be refused
+	// with an error in the kubelet's log as a normal user. Keep the limit the process has.
 	config.MaxOpenFiles = openFileLimit()
 	flags.NodeIP = opts.NodeIP
 	config.Address = opts.Address
@@ -250,14 +249,13 @@ func configure(opts Options, flags *options.KubeletFlags, config *kubeletconfig.
 		opts.Configure(flags, config)
 	}
 	return checkSecureServer(config)
-
 }
 
-// dependencies are kubemark's, with a fake CRI runtime behind a real gRPC socket and what
-// kubemark leaves out: the serving certificate and authentication/authorization.
+// dependencies are the hollow node's, with a fake CRI runtime behind a real gRPC socket, and the
+// serving certificate and authentication/authorization the kubelet binary builds.
 func (k *Kubelet) dependencies(ctx context.Context, opts Options, flags *options.KubeletFlags, config *kubeletconfig.KubeletConfiguration) (*kubelet.Dependencies, error) {
-	// A fake CRI runtime behind a real gRPC socket, as cmd/kubemark/app/hollow_node.go starts it.
-	endpoint := "unix://" + filepath.Join(flags.RootDirectory, "cri.sock")
+	// A fake CRI runtime behind a real gRPC socket: the kubelet talks to it as to containerd.
+	endpoint := config.ContainerRuntimeEndpoint
 	k.runtime = fakeremote.NewFakeRemoteRuntime()
 	if err := k.runtime.Start(endpoint); err != nil {
 		return nil, fmt.Errorf("start fake CRI runtime: %w", err)
@@ -268,20 +266,10 @@ func (k *Kubelet) dependencies(ctx context.Context, opts Options, flags *options
 		return nil, fmt.Errorf("connect to fake CRI runtime: %w", err)
 	}
 
-	hollow := kubemark.NewHollowKubelet(flags, config,
-		opts.KubeClient, opts.HeartbeatClient,
-		&cadvisortest.Fake{NodeName: opts.NodeName},
-		k.runtime.ImageService, runtimeService,
-		cm.NewStubContainerManager())
-	deps := hollow.KubeletDeps
-	if opts.KubeClient == nil {
-		// NewHollowKubelet stored a typed nil *Clientset; the kubelet tests the interface
-		// against nil, so standalone mode needs a true nil interface.
-		deps.KubeClient, deps.HeartbeatClient = nil, nil
-	}
+	deps := hollowDependencies(opts.NodeName, opts.KubeClient, opts.HeartbeatClient, runtimeService, k.runtime.ImageService)
 
-	// What kubemark leaves nil: the serving certificate and authentication/authorization. No
-	// secure port, no serving key on disk.
+	// The serving certificate and authentication/authorization, as run builds them. No secure
+	// port, no serving key on disk.
 	if config.EnableServer {
 		deps.TLSOptions, err = app.InitializeTLS(ctx, flags, config)
 		if err != nil {
@@ -353,37 +341,6 @@ func removeAll(dir string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
-
-// rehome moves the kubelet's root directory from where kubemark makes it (/tmp, whatever TMPDIR
-// says) into this program's temporary directory (os.TempDir: TMPDIR where it is set), so that
-// a run given a temporary directory of its own — each of make test's stages is — keeps
-// everything there and can check that nothing was left. The kubelet listens on unix sockets
-// inside its root directory, whose paths may not be longer than 107 bytes: when TMPDIR is too
-// long for them, kubemark's directory stays.
-func rehome(ctx context.Context, flags *options.KubeletFlags, config *kubeletconfig.KubeletConfiguration) error {
-	made := flags.RootDirectory
-	// The longest socket path under the root directory: device-plugins/kubelet.sock, and
-	// os.MkdirTemp's random suffix is at most 10 digits.
-	if n := len(filepath.Join(os.TempDir(), "hollow-kubelet.0123456789", "device-plugins", "kubelet.sock")); n > maxSocketPath {
-		klog.FromContext(ctx).V(1).Info("TMPDIR is too long for the kubelet's sockets; its root directory stays in /tmp", "TMPDIR", os.TempDir())
-		return nil
-	}
-	root, err := os.MkdirTemp("", "hollow-kubelet.")
-	if err != nil {
-		return fmt.Errorf("make the kubelet's root directory: %w", err)
-	}
-	logs := filepath.Join(root, "pod-logs")
-	if err := os.Mkdir(logs, 0o750); err != nil {
-		_ = os.RemoveAll(root)
-		return fmt.Errorf("make the kubelet's pod log directory: %w", err)
-	}
-	flags.RootDirectory, config.PodLogsDir = root, logs
-	return os.RemoveAll(made)
-}
-
-// maxSocketPath is the longest path a unix socket may have on Linux (sun_path, 108 bytes with
-// its terminating NUL).
-const maxSocketPath = 107
 
 // Get sends GET path to the read-only server and returns the response body.
 func (k *Kubelet) Get(ctx context.Context, path string) ([]byte, error) {

@@ -111,9 +111,9 @@ func TestMain(m *testing.M) {
 // tmpdirs are the TMPDIRs tests made for kubelets, removed by TestMain.
 var tmpdirs []string
 
-// The root directory is made in TMPDIR (kubemark makes it in /tmp whatever TMPDIR says), unless
-// TMPDIR is too long for the kubelet's sockets. Stop removes it, and RemoveRootDirs removes
-// what a stopped kubelet's pod workers made there again.
+// The root directory is made in TMPDIR, unless TMPDIR is too long for the kubelet's sockets.
+// Stop removes it, and RemoveRootDirs removes what a stopped kubelet's pod workers made there
+// again.
 func TestStopRemovesRootDir(t *testing.T) {
 	long := filepath.Join(os.TempDir(), strings.Repeat("d", 80))
 	tests := []struct {

@@ -1,7 +1,7 @@
 // Package podjourney follows one static pod through the real kubelet, from the live process.
 //
-// It starts the real kubelet in this process (chapters/04-runkubelet/realkubelet: kubemark's
-// hollow dependencies, a fake CRI runtime behind a real gRPC socket), records Go's execution
+// It starts the real kubelet in this process (chapters/04-runkubelet/realkubelet: a hollow
+// node's dependencies, a fake CRI runtime behind a real gRPC socket), records Go's execution
 // trace (runtime/trace) from before the kubelet starts while it drops a manifest into the static
 // pod directory, edits it and deletes it, and reads the trace back (golang.org/x/exp/trace).
 // Two kinds of probe mark the moments that matter (probe.go): each CRI call the kubelet makes,

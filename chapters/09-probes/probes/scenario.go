@@ -241,7 +241,7 @@ func Run(ctx context.Context, opts Options) error {
 		Dependencies: func(deps *kubelet.Dependencies) {
 			runtime = newAnsweringRuntime(deps.RemoteRuntimeService, answers)
 			deps.RemoteRuntimeService = runtime
-			// kubemark gives a hollow node prober/testing's FakeManager, which runs no probe and
+			// The hollow node has prober/testing's FakeManager, which runs no probe and
 			// reports every container ready; without one, NewMainKubelet builds the real
 			// prober.NewManager.
 			deps.ProbeManager = nil

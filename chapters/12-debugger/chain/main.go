@@ -9,8 +9,8 @@
 // /var/lib/kubelet/device-plugins, a path fixed in the kubelet's device plugin API
 // (pluginapi.KubeletSocket), and, as root, would leave it there. run builds the container
 // manager and cAdvisor only when its Dependencies have none; RunE gives it none. So at run's
-// first line Delve calls kubemarkReplacements (below) in this process, as a reader would type
-// `call main.kubemarkReplacements(kubeDeps)`: the Dependencies then hold kubemark's
+// first line Delve calls hollowReplacements (below) in this process, as a reader would type
+// `call main.hollowReplacements(kubeDeps)`: the Dependencies then hold the hollow node's
 // replacements, as chapter 04's, and run skips the two steps.
 //
 // Usage: kubelet-chain DIR, where DIR is an empty directory the caller made and removes.
@@ -46,9 +46,9 @@ func main() {
 
 // NewChainCommand is the kubelet's own command, app.NewKubeletCommand, with its arguments set:
 // the program's one argument is the directory to run in. Before the kubelet's RunE, it checks that
-// Delve runs it, and starts a fake CRI runtime behind a real gRPC socket, as
-// cmd/kubemark/app/hollow_node.go does: run's PreInitRuntimeService connects to it as to
-// containerd.
+// Delve runs it, and starts a fake CRI runtime behind a real gRPC socket, as chapter 04's hollow
+// node does (chapters/04-runkubelet/realkubelet/hollow.go): run's PreInitRuntimeService connects
+// to it as to containerd.
 func NewChainCommand(ctx context.Context) *cobra.Command {
 	command := app.NewKubeletCommand(ctx)
 	dir := ""
@@ -115,22 +115,22 @@ makeIPTablesUtilChains: false
 `
 }
 
-// kubemarkReplacements gives run's Dependencies what a kubemark hollow node gives the kubelet:
+// hollowReplacements gives run's Dependencies what chapter 04's hollow node gives the kubelet:
 // cAdvisor's testing.Fake, the stub container manager, and a FakeRecorder for events — with it
 // NewMainKubelet skips the OOM watcher, which reads the kernel's log (/dev/kmsg), closed to a
 // normal user where kernel.dmesg_restrict is 1 (Debian's and Ubuntu's default). Delve calls it at
 // run's first line.
 //
 //go:noinline
-func kubemarkReplacements(kubeDeps *kubelet.Dependencies) {
+func hollowReplacements(kubeDeps *kubelet.Dependencies) {
 	kubeDeps.CAdvisorInterface = &cadvisortest.Fake{NodeName: NodeName}
 	kubeDeps.ContainerManager = cm.NewStubContainerManager()
 	kubeDeps.Recorder = &record.FakeRecorder{}
 }
 
-// ReplacementsFunc is kubemarkReplacements' name as Delve knows it; naming it here also keeps the
+// ReplacementsFunc is hollowReplacements' name as Delve knows it; naming it here also keeps the
 // function, which only Delve calls, in the binary.
-var ReplacementsFunc = runtime.FuncForPC(reflect.ValueOf(kubemarkReplacements).Pointer()).Name()
+var ReplacementsFunc = runtime.FuncForPC(reflect.ValueOf(hollowReplacements).Pointer()).Name()
 
 // underDebugger refuses to run without a tracer (Linux's TracerPid): without Delve's call at
 // run's first line, run would build the real container manager — as a normal user it fails, as

@@ -29,6 +29,9 @@
 // with all white space dropped, so that it may wrap or be re-indented.
 //
 // Files under staging/src/k8s.io/NAME are read from the module k8s.io/NAME at v0.MINOR.PATCH.
+//
+// Links name the pinned tag, except in the notes that compare the pinned release with another
+// one (Comparisons), whose links may name that release's tag too and are checked against it.
 package notescheck
 
 import (
@@ -48,7 +51,17 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"golang.org/x/mod/module"
 )
+
+// Comparisons are the notes that compare the pinned release with another one, each with the other
+// release's tag: their links may name that tag besides the pinned one, and a link that does is
+// checked against the source at the tag it names. No other file may cite another tag.
+var Comparisons = map[string]string{
+	"notes/v1.38.md":    "v1.38.0-beta.0",
+	"notes/zh/v1.38.md": "v1.38.0-beta.0",
+}
 
 // Citation is one reference to kubernetes source.
 type Citation struct {
@@ -62,6 +75,14 @@ type Citation struct {
 	From, To int
 	// Symbol is the text the lines must contain; empty when none is given.
 	Symbol string
+}
+
+// file is the citing file, as Where names it.
+func (c Citation) file() string {
+	if i := strings.LastIndex(c.Where, ":"); i >= 0 {
+		return c.Where[:i]
+	}
+	return c.Where
 }
 
 func (c Citation) String() string {
@@ -83,6 +104,8 @@ var (
 	markdownLink = regexp.MustCompile(`\[((?:[^\[\]]|\[[^\]]*\])*)\]\((https://github\.com/kubernetes/kubernetes/(blob|tree)/([^/)]+)/([^)#\s]+)(?:#L(\d+)(?:-L(\d+))?)?)\)`)
 	// Any link into the kubernetes repository, pinned or not.
 	anyKubernetesLink = regexp.MustCompile(`https://github\.com/kubernetes/kubernetes/(?:blob|tree)/([^/)\s]+)/`)
+	// A release tag, which never moves: v1.37.2, or a pre-release such as v1.38.0-beta.0.
+	releaseTag = regexp.MustCompile(`^v\d+\.\d+\.\d+(?:-(?:alpha|beta|rc)\.\d+)?$`)
 	// The short form used in Go files.
 	shortForm = regexp.MustCompile(`(?:^|[\s("\x60])((?:cmd|pkg|staging|plugin|test)/[\w./-]+\.go)#L(\d+)(?:-L(\d+))?`)
 	codeSpan  = regexp.MustCompile("^`([^`]+)`$")
@@ -132,7 +155,7 @@ func Extract(path string, data []byte) ([]Citation, []error) {
 		}
 		for _, m := range anyKubernetesLink.FindAllStringSubmatchIndex(text, -1) {
 			ref := text[m[2]:m[3]]
-			if !regexp.MustCompile(`^v\d+\.\d+\.\d+$`).MatchString(ref) {
+			if !releaseTag.MatchString(ref) {
 				errs = append(errs, fmt.Errorf("%s:%d: links kubernetes at %q, which moves; pin a release tag", path, lineOf(m[0]), ref))
 			}
 		}
@@ -186,6 +209,8 @@ type Source struct {
 	Version string
 	dirs    map[string]string
 	files   map[string]*source
+	// compared reads the tags of Comparisons, one Source each.
+	compared map[string]*Source
 }
 
 // NewSource returns a Source that reads version and expects links pinned to pinned.
@@ -200,8 +225,15 @@ func (s *Source) moduleDir(module, version string) (string, error) {
 		return dir, nil
 	}
 	out, err := exec.Command("go", "mod", "download", "-json", key).Output()
-	var info struct{ Dir, Error string }
+	var info struct{ Dir, Error, Zip string }
 	_ = json.Unmarshal(out, &info)
+	if info.Error != "" && info.Zip != "" && info.Dir == "" {
+		// A module whose go line asks for a newer Go than this one (v1.38 asks for Go 1.27) is
+		// downloaded and extracted before the go command refuses it: its files can be read.
+		if dir, derr := extracted(module, version); derr == nil {
+			info.Dir, info.Error, err = dir, "", nil
+		}
+	}
 	if info.Error != "" {
 		return "", fmt.Errorf("%s: %s", key, info.Error)
 	}
@@ -210,6 +242,34 @@ func (s *Source) moduleDir(module, version string) (string, error) {
 	}
 	s.dirs[key] = info.Dir
 	return info.Dir, nil
+}
+
+// extracted is the directory of module@version in the module cache, when it is there.
+func extracted(mod, version string) (string, error) {
+	out, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMODCACHE: %w", err)
+	}
+	escaped, err := module.EscapePath(mod)
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(strings.TrimSpace(string(out)), escaped+"@"+version)
+	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// at is the Source of a comparison's tag.
+func (s *Source) at(tag string) *Source {
+	if s.compared == nil {
+		s.compared = map[string]*Source{}
+	}
+	if _, ok := s.compared[tag]; !ok {
+		s.compared[tag] = NewSource(tag, tag)
+	}
+	return s.compared[tag]
 }
 
 // File resolves a repository path to a file on disk.
@@ -234,6 +294,9 @@ func (s *Source) File(path string) (string, error) {
 // comment). When the named code is elsewhere, the error says where it is now.
 func (s *Source) Check(c Citation) error {
 	if c.Ref != "" && c.Ref != s.Pinned {
+		if tag, ok := Comparisons[c.file()]; ok && c.Ref == tag {
+			return s.at(tag).Check(c)
+		}
 		return fmt.Errorf("%s: %s cites %s, not the pinned %s", c.Where, c, c.Ref, s.Pinned)
 	}
 	file, err := s.File(c.Path)
@@ -627,7 +690,7 @@ func contains(lines []string, symbol string) bool {
 // Files lists the files whose citations are checked, under root: the root README, every
 // Markdown file under notes, chapters, examples and .ci, and every Go file under chapters and
 // examples (tests included) but the tests of this package, whose broken citations are broken on
-// purpose.
+// purpose, and of nextrelease, whose citations name a made-up kubernetes.
 func Files(root string) ([]string, error) {
 	var files []string
 	for _, dir := range []string{"notes", "chapters", "examples", ".ci"} {
@@ -640,7 +703,7 @@ func Files(root string) ([]string, error) {
 			if d.IsDir() && path != top && (name == "testdata" || strings.HasPrefix(name, ".")) {
 				return filepath.SkipDir
 			}
-			ownTest := strings.HasSuffix(name, "_test.go") && filepath.Base(filepath.Dir(path)) == "notescheck"
+			ownTest := strings.HasSuffix(name, "_test.go") && slices.Contains([]string{"notescheck", "nextrelease"}, filepath.Base(filepath.Dir(path)))
 			if !d.IsDir() && (strings.HasSuffix(name, ".md") || (strings.HasSuffix(name, ".go") && !ownTest)) {
 				files = append(files, path)
 			}
@@ -657,14 +720,14 @@ func Files(root string) ([]string, error) {
 	return files, nil
 }
 
-// CheckTree checks every citation under root against src and returns how many it checked and
-// what is wrong, one error per broken citation.
-func CheckTree(root string, src *Source) (int, []error) {
+// Citations lists every citation under root (Files), each Where relative to root, and the
+// problems of form Extract finds.
+func Citations(root string) ([]Citation, []error) {
 	files, err := Files(root)
 	if err != nil {
-		return 0, []error{err}
+		return nil, []error{err}
 	}
-	checked := 0
+	var cites []Citation
 	var problems []error
 	for _, file := range files {
 		data, err := os.ReadFile(file)
@@ -673,14 +736,21 @@ func CheckTree(root string, src *Source) (int, []error) {
 			continue
 		}
 		rel, _ := filepath.Rel(root, file)
-		cites, errs := Extract(rel, data)
+		found, errs := Extract(rel, data)
+		cites = append(cites, found...)
 		problems = append(problems, errs...)
-		for _, c := range cites {
-			checked++
-			if err := src.Check(c); err != nil {
-				problems = append(problems, err)
-			}
+	}
+	return cites, problems
+}
+
+// CheckTree checks every citation under root against src and returns how many it checked and
+// what is wrong, one error per broken citation.
+func CheckTree(root string, src *Source) (int, []error) {
+	cites, problems := Citations(root)
+	for _, c := range cites {
+		if err := src.Check(c); err != nil {
+			problems = append(problems, err)
 		}
 	}
-	return checked, problems
+	return len(cites), problems
 }

@@ -17,8 +17,11 @@
 //   - skips_test.go: every skip goes through chapters/machinery/testsupport/tier (which fails under CI=true
 //     what CI promises), but for the few listed, each saying why it is not a tier's.
 //
-// One command lives here too: typecheck (chapters/machinery/repocheck/typecheck), which type-checks the
-// chapters that run on macOS and Windows for those platforms, from source (make verify-platforms).
+// Two commands live here too: typecheck (chapters/machinery/repocheck/typecheck), which type-checks the
+// chapters that run on macOS and Windows for those platforms, from source (make verify-platforms), and
+// nextrelease (chapters/machinery/repocheck/nextrelease), which looks at another kubernetes release in a
+// copy of the module and writes what it found into one report (make next K8S=v1.38.0-beta.0; not part
+// of make test, which runs its test on a made-up release).
 //
 // The notes' citations of the kubelet's source are checked by the notes' own checks
 // (chapters/machinery/notescheck/citations.go, `make verify-notes`).

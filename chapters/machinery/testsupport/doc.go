@@ -9,4 +9,5 @@
 //   - syncbuf: a buffer a running command writes while a test reads it;
 //   - satoken: a ServiceAccount's token from the TokenRequest API, for a test to present to a kubelet;
 //   - nobody: a test run again as the user nobody when the tests run as root, for what root's rights would pass.
+//   - modproxy: a Go module proxy in a directory, for the go command on made-up modules.
 package testsupport
