@@ -141,41 +141,6 @@ func TestLayout(t *testing.T) {
 	assert.Equal(t, len(forwardImports), count, "README.md says %q; the import rules allow %d", m[0], len(forwardImports))
 }
 
-// clientChapterLimit is how many non-test Go lines chapters/10-client may hold, its package
-// included: the lesson (discovery, the token, verified TLS, GET /pods, the failover) read in one
-// sitting; the production tool on it is examples/kubelet-pods.
-const clientChapterLimit = 1500
-
-// goLines counts the lines of the Go files under dir, subdirectories included, but the tests'.
-func goLines(t *testing.T, dir string) int {
-	t.Helper()
-	lines := 0
-	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		lines += strings.Count(string(data), "\n")
-		return err
-	})
-	require.NoError(t, err)
-	return lines
-}
-
-// TestClientChapterSize holds chapter 10 to a lesson's size.
-func TestClientChapterSize(t *testing.T) {
-	lines := goLines(t, "10-client")
-	require.Positive(t, lines, "chapters/10-client holds Go code")
-	assert.LessOrEqual(t, lines, clientChapterLimit, "chapters/10-client holds %d non-test Go lines: the lesson belongs there, the tool's features in examples/kubelet-pods", lines)
-
-	dir := t.TempDir()
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, "sub"), 0o755))
-	for name, text := range map[string]string{"a.go": "package a\n\nfunc A() {}\n", "sub/b.go": "package b\n", "a_test.go": "package a\n\n\n", "README.md": "x\n"} {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644))
-	}
-	assert.Equal(t, 4, goLines(t, dir), "code in subpackages counts; tests and prose do not")
-}
-
 var markdownLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
 
 // TestMarkdownLinks: every relative link of the repository's Markdown files (but the notes',
