@@ -56,6 +56,8 @@ func TestValidate(t *testing.T) {
 		{Name: "a kubeconfig other users can read", Change: func(o *clusterOptions) { o.kubeconfig = readable }, WantErr: "--kubeconfig " + readable + " is readable by other users (mode 0644); the cluster's admin key would be too: chmod 600 " + readable},
 		{Name: "a kubeconfig the group can read", Change: func(o *clusterOptions) { o.kubeconfig = groupReadable }, WantErr: "--kubeconfig " + groupReadable + " is readable by other users (mode 0640)"},
 		{Name: "a log that exists", Change: func(o *clusterOptions) { o.kubeletLog = existing }, WantErr: "--log " + existing + ": the file exists; name a new one (it is never overwritten)"},
+		{Name: "a new Pods API link", Change: func(o *clusterOptions) { o.podsAPILink = filepath.Join(dir, "pods-api.sock") }},
+		{Name: "a Pods API link where a file is", Change: func(o *clusterOptions) { o.podsAPILink = existing }, WantErr: "--pods-api-link " + existing + ": the file exists; name a new one (it is never overwritten)"},
 	}
 	validtable.Run(t, func() *clusterOptions { return &clusterOptions{nodes: 1} }, (*clusterOptions).validate, tests)
 	for path, want := range map[string]string{existing: "mine: my notes\n", notKubeconfig: "my notes: [not yaml\n"} {

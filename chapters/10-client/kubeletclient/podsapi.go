@@ -63,11 +63,12 @@ func (p *podsAPI) client() (podsv1alpha1.PodsClient, error) {
 // dial connects to the socket once CheckPodsAPISocket has vouched for it.
 func (p *podsAPI) dial(ctx context.Context, _ string) (net.Conn, error) {
 	conn, err := func() (net.Conn, error) {
-		if err := CheckPodsAPISocket(p.socket); err != nil {
+		socket, err := trustedSocket(p.socket)
+		if err != nil {
 			return nil, err
 		}
 		var d net.Dialer
-		return d.DialContext(ctx, "unix", p.socket)
+		return d.DialContext(ctx, "unix", socket)
 	}()
 	p.mu.Lock()
 	p.lastDial = err
@@ -225,9 +226,13 @@ func (c *Client) podsAPIProblem(err error) error {
 	_, dirErr := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && errors.Is(dirErr, fs.ErrNotExist):
+		elsewhere := "its socket elsewhere"
+		if filepath.Base(dir) == "pods-api" {
+			elsewhere = "its --root-dir not " + filepath.Dir(dir)
+		}
 		e.Reason = "no directory " + dir
-		e.Fix = "The kubelet makes it when it serves the Pods API: is its PodsAPI feature gate off (beta, on by default since v1.37), the kubelet older than v1.36, or its --root-dir not " +
-			filepath.Dir(dir) + " (then name its socket with " + c.opts.Names.name("PodsAPISocket") + ")? In a pod, mount the hostPath " + filepath.Dir(DefaultPodsAPISocket) + " at " + dir
+		e.Fix = "The kubelet makes it when it serves the Pods API: is its PodsAPI feature gate off (beta, on by default since v1.37), the kubelet older than v1.36, or " +
+			elsewhere + " (then name its socket with " + c.opts.Names.name("PodsAPISocket") + ")? In a pod, mount the hostPath " + filepath.Dir(DefaultPodsAPISocket) + " at " + dir
 	case errors.Is(err, fs.ErrNotExist):
 		e.Reason = "no socket in " + dir
 		e.Fix = "The kubelet is not serving its Pods API there: its PodsAPI feature gate is off (featureGates: {PodsAPI: true} turns it on), or it has not started. " +

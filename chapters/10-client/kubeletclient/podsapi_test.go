@@ -168,6 +168,14 @@ func TestPodsAPIListPods(t *testing.T) {
 		wantErr            []string
 	}{
 		{name: "its own node", node: "n1", socket: api.Socket, want: []string{"web", "db"}},
+		{name: "a link, whose path is longer than a socket's may be", node: "n1", socket: func() string {
+			long := filepath.Join(dir, "a-directory-with-a-long-name-0123456789", "and-another-one-0123456789-0123456789-0123456789")
+			require.NoError(t, os.MkdirAll(long, 0o700))
+			link := filepath.Join(long, "pods-api.sock")
+			require.Greater(t, len(link), 108)
+			require.NoError(t, os.Symlink(api.Socket, link))
+			return link
+		}(), want: []string{"web", "db"}},
 		{name: "another node", node: "n2", socket: api.Socket,
 			wantErr: []string{"its kubelet runs node n1, not n2 (pod default/web)", "ask n1, or ask n2 over HTTPS (--via=kubelet)"}},
 		{name: "the kubelet starting", node: "n1", socket: api.Socket, fail: status.Error(codes.FailedPrecondition, "Kubelet is initializing"),

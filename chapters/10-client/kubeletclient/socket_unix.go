@@ -23,9 +23,16 @@ const maxSymlinks = 40
 // entry must be a socket. A directory it cannot read, or an entry that is not there, is returned
 // as the error the system gave (fs.ErrPermission, fs.ErrNotExist), its path named.
 func CheckPodsAPISocket(path string) error {
+	_, err := trustedSocket(path)
+	return err
+}
+
+// trustedSocket is CheckPodsAPISocket, and the path it checked with every link resolved: the
+// client connects there, so that no link can change between the check and the connection.
+func trustedSocket(path string) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return err
+		return "", err
 	}
 	me := uint32(os.Getuid())
 	trusted := func(p string, st *syscall.Stat_t) error {
@@ -50,10 +57,10 @@ func CheckPodsAPISocket(path string) error {
 	dir := "/"
 	fi, _, err := lstat(dir)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if err := writableByOthers(path, dir, fi.Mode()); err != nil {
-		return err
+		return "", err
 	}
 	rest := strings.Split(strings.TrimPrefix(filepath.Clean(abs), "/"), "/")
 	links := 0
@@ -62,18 +69,18 @@ func CheckPodsAPISocket(path string) error {
 		rest = rest[1:]
 		fi, _, err := lstat(next)
 		if err != nil {
-			return err
+			return "", err
 		}
 		switch mode := fi.Mode(); {
 		case mode&fs.ModeSymlink != 0:
 			// Owned by root or by us, in a directory only we can change: it points where we
 			// (or root) said. Follow it, from / or from its directory, and check that way too.
 			if links++; links > maxSymlinks {
-				return fmt.Errorf("%s: too many levels of symbolic links", path)
+				return "", fmt.Errorf("%s: too many levels of symbolic links", path)
 			}
 			target, err := os.Readlink(next)
 			if err != nil {
-				return err
+				return "", err
 			}
 			if !filepath.IsAbs(target) {
 				target = filepath.Join(dir, target)
@@ -81,19 +88,20 @@ func CheckPodsAPISocket(path string) error {
 			rest = append(strings.Split(strings.TrimPrefix(filepath.Clean(target), "/"), "/"), rest...)
 			dir = "/"
 		case len(rest) == 0 && mode&fs.ModeSocket == 0:
-			return &PodsAPIError{Socket: path, Refused: true, Reason: next + " is not a socket (" + mode.String() + ")",
+			return "", &PodsAPIError{Socket: path, Refused: true, Reason: next + " is not a socket (" + mode.String() + ")",
 				Fix: "The kubelet's Pods API is a unix socket, <root-dir>/pods-api/pods-api.sock"}
 		case len(rest) == 0:
+			return next, nil
 		case !mode.IsDir():
-			return fmt.Errorf("%s: %w (not a directory)", next, fs.ErrNotExist)
+			return "", fmt.Errorf("%s: %w (not a directory)", next, fs.ErrNotExist)
 		default:
 			if err := writableByOthers(path, next, mode); err != nil {
-				return err
+				return "", err
 			}
 			dir = next
 		}
 	}
-	return nil
+	return dir, nil // only for "/", which is no socket: refused above
 }
 
 // writableByOthers refuses a directory its group or everyone may write, unless it is sticky.
