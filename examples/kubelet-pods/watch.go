@@ -84,8 +84,7 @@ func orNone(s string) string {
 // once it has (INITIAL_SYNC_COMPLETE).
 func (o *clientOptions) watchPodsAPI(ctx context.Context, client *kubeletclient.Client) error {
 	pods := map[string]*corev1.Pod{} // by UID, as this watch has received them
-	synced := false
-	fmt.Fprintf(o.errOut, "Watching %s's pods through its kubelet's Pods API socket, %s (WatchPods), until Ctrl-C.\n", redactText(o.node), redactText(client.Options().PodsAPISocket))
+	synced, said := false, false
 	err := client.WatchPods(ctx, o.node, func(e kubeletclient.PodEvent) {
 		switch e.Type {
 		case kubeletclient.PodsBroken:
@@ -107,6 +106,10 @@ func (o *clientOptions) watchPodsAPI(ctx context.Context, client *kubeletclient.
 			rows = append(rows, podtable.Row{Node: o.node, Pod: p})
 		}
 		o.watcher.report(o.out, rows, map[string]bool{o.node: true})
+		if !said { // once the pods it has are printed
+			fmt.Fprintf(o.errOut, "Watching %s's pods through its kubelet's Pods API socket, %s (WatchPods), until Ctrl-C.\n", redactText(o.node), redactText(client.Options().PodsAPISocket))
+			said = true
+		}
 	})
 	if errors.Is(err, context.Canceled) {
 		return nil
