@@ -337,14 +337,14 @@ func linkPodsAPI(root, link string) (unlink func(), err error) {
 	if err := os.Symlink(socket, link); err != nil {
 		return nil, fmt.Errorf("--pods-api-link: %w", err)
 	}
-	unlink = func() {
+	remove := func() {
 		if target, err := os.Readlink(link); err == nil && target == socket {
 			_ = os.Remove(link)
 		}
 	}
 	// Should a kubelet end the process (os.Exit(1)), the link goes first.
-	unregister := kubeletlog.AtExit(unlink)
-	return func() { unregister(); unlink() }, nil
+	unregister := kubeletlog.AtExit(remove)
+	return func() { unregister(); remove() }, nil
 }
 
 // printNodes is `kubectl get nodes -o wide`, in short.

@@ -183,3 +183,29 @@ func mustWrite(t *testing.T, cfg *clientcmdapi.Config) []byte {
 	require.NoError(t, err)
 	return data
 }
+
+// --pods-api-link: a link to the kubelet's socket under its root directory, removed by what
+// linkPodsAPI returns — unless it is no longer that link.
+func TestLinkPodsAPI(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(dir, "pods-api.sock")
+	unlink, err := linkPodsAPI("/root-dir", link)
+	require.NoError(t, err)
+	target, err := os.Readlink(link)
+	require.NoError(t, err)
+	assert.Equal(t, "/root-dir/pods-api/pods-api.sock", target)
+	unlink()
+	assert.NoFileExists(t, link)
+
+	unlink, err = linkPodsAPI("/root-dir", link)
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(link))
+	require.NoError(t, os.Symlink("/elsewhere", link)) // the reader's own now
+	unlink()
+	target, err = os.Readlink(link)
+	require.NoError(t, err)
+	assert.Equal(t, "/elsewhere", target, "a link that is no longer ours stays")
+
+	_, err = linkPodsAPI("/root-dir", link)
+	assert.ErrorContains(t, err, "--pods-api-link: ")
+}

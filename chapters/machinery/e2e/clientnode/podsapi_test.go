@@ -48,7 +48,11 @@ func TestPodsAPIDaemonSet(t *testing.T) {
 	require.NoError(t, os.WriteFile(applied, []byte(strings.Replace(string(manifest), "kubelet-walkthrough/client:dev", podsAPIImage, 1)), 0o644))
 	f.kubectl(t, "apply", "-f", applied)
 	t.Cleanup(func() { f.kubectl(t, "delete", "-f", applied, "--wait", "--timeout=2m") })
-	f.kubectl(t, "-n", "kubelet-pods-api", "rollout", "status", "ds/kubelet-pods-api", "--timeout=2m")
+	if r := f.kubectlResult(t, "-n", "kubelet-pods-api", "rollout", "status", "ds/kubelet-pods-api", "--timeout=2m"); r.code != 0 {
+		f.kubectlResult(t, "-n", "kubelet-pods-api", "describe", "pods")
+		f.kubectlResult(t, "-n", "kubelet-pods-api", "logs", "ds/kubelet-pods-api")
+		require.Zero(t, r.code, "the DaemonSet's pod did not run: %s", r)
+	}
 
 	// What it needs and what it does not: the node's directory, root, and no token.
 	volumes := f.kubectl(t, "-n", "kubelet-pods-api", "get", "pods", "-l", "app=kubelet-pods-api", "-o", "jsonpath={.items[0].spec.volumes[*].name}")
