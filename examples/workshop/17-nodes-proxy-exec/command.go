@@ -8,6 +8,7 @@ import (
 	"net/url"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/remotecommand"
@@ -83,7 +84,8 @@ func (o *execOptions) run(ctx context.Context) error {
 	// /exec/NAMESPACE/POD/CONTAINER on the kubelet, or the same path under the node's proxy
 	// subresource on the apiserver.
 	path := url.PathEscape(o.namespace) + "/" + url.PathEscape(o.pod) + "/" + url.PathEscape(o.container)
-	query := url.Values{"stdout": {"true"}, "stderr": {"true"}, "command": o.command}
+	// The kubelet's names for the streams (k8s.io/api/core/v1: ExecStdoutParam, ExecStderrParam).
+	query := url.Values{corev1.ExecStdoutParam: {"1"}, corev1.ExecStderrParam: {"1"}, "command": o.command}
 	var cfg *rest.Config
 	var target string
 	if o.via == "kubelet" {

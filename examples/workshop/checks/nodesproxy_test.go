@@ -13,7 +13,7 @@ import (
 func TestNodesProxyExec(t *testing.T) {
 	const (
 		kubeletRefused   = "error: unable to upgrade streaming request: websocket: bad handshake (403 Forbidden): Forbidden (user=system:serviceaccount:exercise-17:pods-reader, verb=get, resource=nodes, subresource(s)=[proxy])"
-		apiserverRefused = `error: nodes "minikube" is forbidden: User "system:serviceaccount:exercise-17:pods-reader" cannot get resource "nodes/proxy" in API group "" at the cluster scope`
+		apiserverRefused = `error: unable to upgrade streaming request: nodes "minikube" is forbidden: User "system:serviceaccount:exercise-17:pods-reader" cannot get resource "nodes/proxy" in API group "" at the cluster scope`
 		logPath          = "/api/v1/namespaces/exercise-17/pods/target/log"
 		bothTables       = "add table inet via-kubelet\r\n# new generation 2 by process 81 (nft)\r\nadd table inet via-apiserver\r\n"
 	)

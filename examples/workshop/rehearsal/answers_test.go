@@ -271,14 +271,14 @@ func TestAnswersReadFromOutput(t *testing.T) {
 		ran(exec+"--via=kubelet --token-file examples/workshop/answers/pods-reader.token -n exercise-17 -c monitor target -- nft add table inet refused",
 			"error: unable to upgrade streaming request: websocket: bad handshake (403 Forbidden): Forbidden (user=system:serviceaccount:exercise-17:pods-reader, verb=get, resource=nodes, subresource(s)=[proxy])\n"),
 		ran(exec+"--via=apiserver --token-file examples/workshop/answers/pods-reader.token -n exercise-17 -c monitor target -- nft add table inet refused",
-			"error: nodes \"minikube\" is forbidden: User \"system:serviceaccount:exercise-17:pods-reader\" cannot get resource \"nodes/proxy\" in API group \"\" at the cluster scope\n"),
+			"error: unable to upgrade streaming request: nodes \"minikube\" is forbidden: User \"system:serviceaccount:exercise-17:pods-reader\" cannot get resource \"nodes/proxy\" in API group \"\" at the cluster scope\n"),
 	})
 	require.NoError(t, err)
 	var got map[string]string
 	require.NoError(t, yaml.Unmarshal([]byte(files["17-nodes-proxy-exec.yaml"]), &got))
 	assert.Equal(t, map[string]string{
 		"kubeletRefused":   "Forbidden (user=system:serviceaccount:exercise-17:pods-reader, verb=get, resource=nodes, subresource(s)=[proxy])",
-		"apiserverRefused": `nodes "minikube" is forbidden: User "system:serviceaccount:exercise-17:pods-reader" cannot get resource "nodes/proxy" in API group "" at the cluster scope`,
+		"apiserverRefused": `unable to upgrade streaming request: nodes "minikube" is forbidden: User "system:serviceaccount:exercise-17:pods-reader" cannot get resource "nodes/proxy" in API group "" at the cluster scope`,
 		"verb":             "get"}, got)
 }
 
