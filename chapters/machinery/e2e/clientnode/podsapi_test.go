@@ -45,7 +45,7 @@ func TestPodsAPIDaemonSet(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, strings.Count(string(manifest), "image: kubelet-walkthrough/client:dev"), "the DaemonSet runs the image its comment builds")
 	applied := filepath.Join(t.TempDir(), "daemonset.yaml")
-	require.NoError(t, os.WriteFile(applied, []byte(strings.Replace(string(manifest), "kubelet-walkthrough/client:dev", podsAPIImage, 1)), 0o644))
+	require.NoError(t, os.WriteFile(applied, []byte(strings.Replace(string(manifest), "image: kubelet-walkthrough/client:dev", "image: "+podsAPIImage, 1)), 0o644))
 	f.kubectl(t, "apply", "-f", applied)
 	t.Cleanup(func() { f.kubectl(t, "delete", "-f", applied, "--wait", "--timeout=2m") })
 	if r := f.kubectlResult(t, "-n", "kubelet-pods-api", "rollout", "status", "ds/kubelet-pods-api", "--timeout=2m"); r.code != 0 {
