@@ -1,6 +1,7 @@
 package checks
 
 import (
+	"strings"
 	"testing"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -15,7 +16,8 @@ func TestNodesProxyExec(t *testing.T) {
 		kubeletRefused   = "error: unable to upgrade streaming request: websocket: bad handshake (403 Forbidden): Forbidden (user=system:serviceaccount:exercise-17:pods-reader, verb=get, resource=nodes, subresource(s)=[proxy])"
 		apiserverRefused = `error: unable to upgrade streaming request: nodes "minikube" is forbidden: User "system:serviceaccount:exercise-17:pods-reader" cannot get resource "nodes/proxy" in API group "" at the cluster scope`
 		logPath          = "/api/v1/namespaces/exercise-17/pods/target/log"
-		bothTables       = "add table inet via-kubelet\r\n# new generation 2 by process 81 (nft)\r\nadd table inet via-apiserver\r\n"
+		throughTheProxy  = "error: unable to upgrade streaming request: websocket: bad handshake (400 Bad Request): you must specify at least 1 of stdin, stdout, stderr"
+		table            = "add table inet via-kubelet\r\n# new generation 2 by process 81 (nft)\r\n"
 	)
 	granted := map[string]bool{proxyGetter + " get nodes/proxy": true, podsReader + " get nodes/pods": true}
 	newExercise := func(t *testing.T, grants map[string]bool) *cluster {
@@ -29,12 +31,12 @@ func TestNodesProxyExec(t *testing.T) {
 		return c
 	}
 	answers := func(kubelet, apiserver, verb string) string {
-		return "kubeletRefused: '" + kubelet + "'\napiserverRefused: '" + apiserver + "'\nverb: " + verb + "\n"
+		return "kubeletRefused: '" + kubelet + "'\napiserverRefused: '" + apiserver + "'\nverb: " + verb + "\nthroughTheProxy: '" + throughTheProxy + "'\n"
 	}
 
 	c := newExercise(t, map[string]bool{})
 	fails(t, c.check(checkNodesProxyExec), "your answers in", "no answer file")
-	c.answer("17-nodes-proxy-exec.yaml", "kubeletRefused: ''\napiserverRefused: ''\nverb: ''\n")
+	c.answer("17-nodes-proxy-exec.yaml", "kubeletRefused: ''\napiserverRefused: ''\nverb: ''\nthroughTheProxy: ''\n")
 	fails(t, c.check(checkNodesProxyExec), "still empty", "the template")
 
 	tests := []struct {
@@ -44,18 +46,18 @@ func TestNodesProxyExec(t *testing.T) {
 		answers string
 		want    string // missing; "" passes
 	}{
-		{"done", granted, bothTables, answers(kubeletRefused, apiserverRefused, "get"), ""},
-		{"the identities not made", map[string]bool{}, bothTables, answers(kubeletRefused, apiserverRefused, "get"), "proxy-getter with get nodes/proxy"},
+		{"done", granted, table, answers(kubeletRefused, apiserverRefused, "get"), ""},
+		{"the identities not made", map[string]bool{}, table, answers(kubeletRefused, apiserverRefused, "get"), "proxy-getter with get nodes/proxy"},
 		{"proxy-getter may exec the usual way too", map[string]bool{proxyGetter + " get nodes/proxy": true, proxyGetter + " create pods/exec": true, podsReader + " get nodes/pods": true},
-			bothTables, answers(kubeletRefused, apiserverRefused, "get"), "proxy-getter without pods/exec"},
+			table, answers(kubeletRefused, apiserverRefused, "get"), "proxy-getter without pods/exec"},
 		{"pods-reader may get nodes/proxy", map[string]bool{proxyGetter + " get nodes/proxy": true, podsReader + " get nodes/pods": true, podsReader + " get nodes/proxy": true},
-			bothTables, answers(kubeletRefused, apiserverRefused, "get"), "pods-reader without nodes/proxy"},
-		{"only through the apiserver", granted, "add table inet via-apiserver\r\n", answers(kubeletRefused, apiserverRefused, "get"), "nft add table inet via-kubelet"},
-		{"only straight to the kubelet", granted, "add table inet via-kubelet\r\n", answers(kubeletRefused, apiserverRefused, "get"), "nft add table inet via-apiserver"},
+			table, answers(kubeletRefused, apiserverRefused, "get"), "pods-reader without nodes/proxy"},
+		{"not straight to the kubelet", granted, "# nothing yet\r\n", answers(kubeletRefused, apiserverRefused, "get"), "nft add table inet via-kubelet"},
+		{"a 403 through the proxy", granted, table, strings.Replace(answers(kubeletRefused, apiserverRefused, "get"), throughTheProxy, apiserverRefused, 1), "throughTheProxy"},
 		{"no pod", granted, "", answers(kubeletRefused, apiserverRefused, "get"), "the pod exercise-17/target's log"},
-		{"the kubelet's refusal of proxy-getter", granted, bothTables, answers("Forbidden (user=system:serviceaccount:exercise-17:proxy-getter, verb=get, resource=nodes, subresource(s)=[proxy])", apiserverRefused, "get"), "kubeletRefused"},
-		{"the apiserver's refusal, guessed", granted, bothTables, answers(kubeletRefused, "forbidden", "get"), "apiserverRefused"},
-		{"create, as for SPDY", granted, bothTables, answers(kubeletRefused, apiserverRefused, "create"), "verb: "},
+		{"the kubelet's refusal of proxy-getter", granted, table, answers("Forbidden (user=system:serviceaccount:exercise-17:proxy-getter, verb=get, resource=nodes, subresource(s)=[proxy])", apiserverRefused, "get"), "kubeletRefused"},
+		{"the apiserver's refusal, guessed", granted, table, answers(kubeletRefused, "forbidden", "get"), "apiserverRefused"},
+		{"create, as for SPDY", granted, table, answers(kubeletRefused, apiserverRefused, "create"), "verb: "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -222,7 +222,8 @@ func answersFor(n int, rs runs) (map[string]string, error) {
 			verb = []string{"", ""}
 		}
 		a = map[string]any{"kubeletRefused": kubelet, "verb": verb[1],
-			"apiserverRefused": must(rs.line("--via=apiserver --token-file examples/workshop/answers/pods-reader.token", 0, `^error: (.*cannot get resource "nodes/proxy".*)$`))}
+			"apiserverRefused": must(rs.line("--via=apiserver --token-file examples/workshop/answers/pods-reader.token", 0, `^error: (.*cannot get resource "nodes/proxy".*)$`)),
+			"throughTheProxy":  must(rs.line("--via=apiserver --token-file examples/workshop/answers/proxy-getter.token", 0, `^error: (.*400 Bad Request.*)$`))}
 	default:
 		return nil, nil
 	}
@@ -268,6 +269,8 @@ func TestAnswersReadFromOutput(t *testing.T) {
 	exec := "go run ./examples/workshop/17-nodes-proxy-exec --node minikube "
 	files, err = answersFor(17, runs{
 		ran(exec+"--via=kubelet --token-file examples/workshop/answers/proxy-getter.token -n exercise-17 -c monitor target -- nft add table inet via-kubelet", ""),
+		ran(exec+"--via=apiserver --token-file examples/workshop/answers/proxy-getter.token -n exercise-17 -c monitor target -- nft add table inet via-apiserver",
+			"error: unable to upgrade streaming request: websocket: bad handshake (400 Bad Request): you must specify at least 1 of stdin, stdout, stderr\n"),
 		ran(exec+"--via=kubelet --token-file examples/workshop/answers/pods-reader.token -n exercise-17 -c monitor target -- nft add table inet refused",
 			"error: unable to upgrade streaming request: websocket: bad handshake (403 Forbidden): Forbidden (user=system:serviceaccount:exercise-17:pods-reader, verb=get, resource=nodes, subresource(s)=[proxy])\n"),
 		ran(exec+"--via=apiserver --token-file examples/workshop/answers/pods-reader.token -n exercise-17 -c monitor target -- nft add table inet refused",
@@ -279,7 +282,8 @@ func TestAnswersReadFromOutput(t *testing.T) {
 	assert.Equal(t, map[string]string{
 		"kubeletRefused":   "Forbidden (user=system:serviceaccount:exercise-17:pods-reader, verb=get, resource=nodes, subresource(s)=[proxy])",
 		"apiserverRefused": `unable to upgrade streaming request: nodes "minikube" is forbidden: User "system:serviceaccount:exercise-17:pods-reader" cannot get resource "nodes/proxy" in API group "" at the cluster scope`,
-		"verb":             "get"}, got)
+		"verb":             "get",
+		"throughTheProxy":  "unable to upgrade streaming request: websocket: bad handshake (400 Bad Request): you must specify at least 1 of stdin, stdout, stderr"}, got)
 }
 
 // workerAnswers reads exercise 16's answers from its Delve session, as an attendee reads them off
