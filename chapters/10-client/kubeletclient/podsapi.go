@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -203,6 +204,9 @@ func (c *Client) rpcError(err error) error {
 		e.Fix = "the kubelet answers once its pod sources (the static pod directory, the apiserver) are ready: ask again in a few seconds"
 	case codes.ResourceExhausted:
 		e.Fix = "the kubelet allows 100 calls a second (bursts of 10) and drops a watcher that falls 100 events behind: ask less often, or watch (WatchPods) instead of polling"
+		if strings.Contains(st.Message(), "larger than max") { // gRPC's own limit, set to ours
+			e.Fix = fmt.Sprintf("the answer is longer than %d bytes, the most this client reads (%s): not read", c.opts.MaxResponseBytes, c.opts.Names.name("MaxResponseBytes"))
+		}
 	case codes.Unimplemented:
 		e.Fix = "whatever listens there does not serve the Pods API v1alpha1 (a kubelet older than v1.36?)"
 	case codes.DeadlineExceeded:

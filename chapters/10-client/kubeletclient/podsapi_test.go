@@ -242,6 +242,13 @@ func TestPodsAPIListPods(t *testing.T) {
 	r := c.Get(context.Background(), "n1", kubeletclient.ReadEndpoints["stats/summary"])
 	require.Error(t, r.Err)
 	assert.Contains(t, r.Err.Error(), "the Pods API serves pods only (ListPods, GetPod, WatchPods), not /stats/summary: ask the kubelet over HTTPS (--via=kubelet)")
+
+	small, err := kubeletclient.New(nil, kubeletclient.Options{Via: kubeletclient.ViaPodsAPI, PodsAPISocket: api.Socket, MaxResponseBytes: 10})
+	require.NoError(t, err)
+	defer small.Close()
+	r = small.Get(context.Background(), "n1", kubeletclient.ReadEndpoints["pods"])
+	require.Error(t, r.Err)
+	assert.Contains(t, r.Err.Error(), "the answer is longer than 10 bytes, the most this client reads (Options.MaxResponseBytes): not read")
 }
 
 // --via=auto takes the socket for its own node only, and says why when it did not.
