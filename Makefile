@@ -43,7 +43,7 @@ run-%: ## Run one chapter, e.g. `make run-01-entrypoint ARGS=--help`.
 
 .PHONY: check
 check: ## Check a workshop exercise against your current cluster: make check EX=1.
-	@test -n "$(EX)" || { echo "make check EX=<exercise number>, 1 to 16"; exit 1; }
+	@test -n "$(EX)" || { echo "make check EX=<exercise number>, 1 to 17"; exit 1; }
 	@$(GO) build -o $(BIN)/check ./examples/workshop/check
 	@$(BIN)/check $(EX) $(ARGS)
 

@@ -49,6 +49,7 @@ type clusterOptions struct {
 	kubeconfig    string
 	nodeIP        string
 	kubeletLog    string
+	podsAPILink   string
 	once          bool
 	// Set by this program for its own copy inside the private network namespace.
 	relaySocket string
@@ -88,6 +89,7 @@ func NewMiniclusterCommand(ctx context.Context) *cobra.Command {
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "a kubeconfig to merge the cluster's context into, as kubectl config does (taken out again on exit; default: a kubeconfig in the cluster's temporary directory)")
 	f.StringVar(&o.nodeIP, "node-ip", "", "run on this machine's network with this node IP (default: a private network namespace)")
 	f.StringVar(&o.kubeletLog, "log", "", `file for the components' log lines; "-" for stderr; default: a temporary file removed on exit`)
+	f.StringVar(&o.podsAPILink, "pods-api-link", "", "make this path a symbolic link to the first kubelet's Pods API socket (removed on exit): a client on this machine reads it there")
 	f.BoolVar(&o.once, "once", false, "print and stop instead of serving until Ctrl-C")
 	f.StringVar(&o.relaySocket, "relay-socket", "", "")
 	f.IntVar(&o.relayPort, "relay-port", 0, "")
@@ -132,6 +134,11 @@ func (o *clusterOptions) validate() error {
 	}
 	if o.kubeletLog != "" && o.kubeletLog != "-" {
 		if err := program.Absent("--log", o.kubeletLog); err != nil {
+			return err
+		}
+	}
+	if o.podsAPILink != "" {
+		if err := program.Absent("--pods-api-link", o.podsAPILink); err != nil {
 			return err
 		}
 	}
@@ -181,6 +188,11 @@ func (o *clusterOptions) complete() error {
 	if o.kubeconfig != "" {
 		if o.kubeconfig, err = filepath.Abs(o.kubeconfig); err != nil {
 			return fmt.Errorf("--kubeconfig %s: %w", o.kubeconfig, err)
+		}
+	}
+	if o.podsAPILink != "" {
+		if o.podsAPILink, err = filepath.Abs(o.podsAPILink); err != nil {
+			return fmt.Errorf("--pods-api-link %s: %w", o.podsAPILink, err)
 		}
 	}
 	return nil
@@ -255,6 +267,13 @@ func (o *clusterOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		}()
 		kubeconfig = o.kubeconfig
 	}
+	if o.podsAPILink != "" {
+		unlink, err := linkPodsAPI(c.Nodes[0].Kubelet.RootDir, o.podsAPILink)
+		if err != nil {
+			return err
+		}
+		defer unlink()
+	}
 	if o.relaySocket != "" {
 		l, err := net.Listen("unix", o.relaySocket)
 		if err != nil {
@@ -272,7 +291,11 @@ func (o *clusterOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		network = "a private network namespace (its lo carries the node IP); kubectl reaches the apiserver through 127.0.0.1"
 	}
 	fmt.Fprintf(o.out, "A mini-cluster in this process: etcd, kube-apiserver and %d real kubelet(s), all k8s.io/kubernetes v1.37.2.\n", len(c.Nodes))
-	fmt.Fprintf(o.out, "  network:     %s\n  node IP:     %s\n  kubeconfig:  %s\n  log:         %s\n\n", network, nodeIP, kubeconfig, logFile)
+	fmt.Fprintf(o.out, "  network:     %s\n  node IP:     %s\n  kubeconfig:  %s\n  log:         %s\n", network, nodeIP, kubeconfig, logFile)
+	if o.podsAPILink != "" {
+		fmt.Fprintf(o.out, "  pods API:    %s, a link to %s's socket (the kubelet's local Pods API)\n", o.podsAPILink, c.Nodes[0].Name)
+	}
+	fmt.Fprintln(o.out)
 
 	if err := c.WaitForNodesReady(ctx); err != nil {
 		return interrupted(ctx, fmt.Errorf("nodes not ready: %w", err))
@@ -305,6 +328,24 @@ func (o *clusterOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	<-ctx.Done()
 	fmt.Fprintln(o.out)
 	return nil
+}
+
+// linkPodsAPI makes link a symbolic link to the Pods API socket of the kubelet rooted at root,
+// <root-dir>/pods-api/pods-api.sock: the root directory is a temporary one, whose name changes
+// from run to run. It returns what removes the link, if it is still this one.
+func linkPodsAPI(root, link string) (unlink func(), err error) {
+	socket := filepath.Join(root, "pods-api", "pods-api.sock")
+	if err := os.Symlink(socket, link); err != nil {
+		return nil, fmt.Errorf("--pods-api-link: %w", err)
+	}
+	remove := func() {
+		if target, err := os.Readlink(link); err == nil && target == socket {
+			_ = os.Remove(link)
+		}
+	}
+	// Should a kubelet end the process (os.Exit(1)), the link goes first.
+	unregister := kubeletlog.AtExit(remove)
+	return func() { unregister(); remove() }, nil
 }
 
 // printNodes is `kubectl get nodes -o wide`, in short.

@@ -57,6 +57,8 @@ func TestValidate(t *testing.T) {
 		{Name: "a kubeconfig other users can read", Change: func(o *clusterOptions) { o.kubeconfig = readable }, WantErr: "--kubeconfig " + readable + " is readable by other users (mode 0644); the cluster's admin key would be too: chmod 600 " + readable},
 		{Name: "a kubeconfig the group can read", Change: func(o *clusterOptions) { o.kubeconfig = groupReadable }, WantErr: "--kubeconfig " + groupReadable + " is readable by other users (mode 0640)"},
 		{Name: "a log that exists", Change: func(o *clusterOptions) { o.kubeletLog = existing }, WantErr: "--log " + existing + ": the file exists; name a new one (it is never overwritten)"},
+		{Name: "a new Pods API link", Change: func(o *clusterOptions) { o.podsAPILink = filepath.Join(dir, "pods-api.sock") }},
+		{Name: "a Pods API link where a file is", Change: func(o *clusterOptions) { o.podsAPILink = existing }, WantErr: "--pods-api-link " + existing + ": the file exists; name a new one (it is never overwritten)"},
 	}
 	validtable.Run(t, func() *clusterOptions { return &clusterOptions{nodes: 1} }, (*clusterOptions).validate, tests)
 	for path, want := range map[string]string{existing: "mine: my notes\n", notKubeconfig: "my notes: [not yaml\n"} {
@@ -204,4 +206,30 @@ func mustWrite(t *testing.T, cfg *clientcmdapi.Config) []byte {
 	data, err := clientcmd.Write(*cfg)
 	require.NoError(t, err)
 	return data
+}
+
+// --pods-api-link: a link to the kubelet's socket under its root directory, removed by what
+// linkPodsAPI returns — unless it is no longer that link.
+func TestLinkPodsAPI(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(dir, "pods-api.sock")
+	unlink, err := linkPodsAPI("/root-dir", link)
+	require.NoError(t, err)
+	target, err := os.Readlink(link)
+	require.NoError(t, err)
+	assert.Equal(t, "/root-dir/pods-api/pods-api.sock", target)
+	unlink()
+	assert.NoFileExists(t, link)
+
+	unlink, err = linkPodsAPI("/root-dir", link)
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(link))
+	require.NoError(t, os.Symlink("/elsewhere", link)) // the reader's own now
+	unlink()
+	target, err = os.Readlink(link)
+	require.NoError(t, err)
+	assert.Equal(t, "/elsewhere", target, "a link that is no longer ours stays")
+
+	_, err = linkPodsAPI("/root-dir", link)
+	assert.ErrorContains(t, err, "--pods-api-link: ")
 }

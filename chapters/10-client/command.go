@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-client/kubeletclient"
@@ -16,16 +19,17 @@ import (
 )
 
 type clientOptions struct {
-	kubeconfig, node, via string
+	kubeconfig, node, via, podsAPISocket string
 }
 
 // NewClientCommand builds the chapter's command: one node's pods, read from its kubelet in the
-// four steps an agent takes, and the apiserver's node proxy when the kubelet cannot be reached.
+// four steps an agent takes — through the kubelet's Pods API socket on the node itself, over
+// HTTPS, or through the apiserver's node proxy when the kubelet cannot be reached.
 func NewClientCommand(ctx context.Context) *cobra.Command {
 	o := &clientOptions{}
 	cmd := &cobra.Command{
-		Use:   "10-client --node NAME [--via auto|kubelet|apiserver]",
-		Short: "Read one node's pods from its kubelet: discovery, a ServiceAccount token, verified TLS, GET /pods",
+		Use:   "10-client --node NAME [--via auto|podsapi|kubelet|apiserver]",
+		Short: "Read one node's pods from its kubelet: its Pods API socket, or discovery, a ServiceAccount token, verified TLS, GET /pods",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(ctx, cmd.OutOrStdout())
@@ -34,22 +38,49 @@ func NewClientCommand(ctx context.Context) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the pod's in-cluster config)")
 	f.StringVar(&o.node, "node", "", "the node whose kubelet to ask")
-	f.StringVar(&o.via, "via", "auto", "kubelet, apiserver (its node proxy), or auto (the proxy only if the kubelet cannot be reached)")
+	f.StringVar(&o.via, "via", "auto", "podsapi (the kubelet's socket, on its node), kubelet (HTTPS), apiserver (its node proxy), or auto (the socket if $NODE_NAME is --node, else the kubelet, and the proxy only if the kubelet cannot be reached)")
+	f.StringVar(&o.podsAPISocket, "pods-api-socket", kubeletclient.DefaultPodsAPISocket, "the kubelet's Pods API socket, <root-dir>/pods-api/pods-api.sock")
 	_ = cmd.MarkFlagRequired("node")
 	return cmd
 }
 
 func (o *clientOptions) run(ctx context.Context, out io.Writer) error {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.kubeconfig
-	apiserver, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
-	if err != nil {
-		return fmt.Errorf("kubeconfig: %w", err)
+	// On the node, the socket needs no apiserver: no kubeconfig is read for --via=podsapi.
+	var apiserver *rest.Config
+	if kubeletclient.Via(o.via) != kubeletclient.ViaPodsAPI {
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		rules.ExplicitPath = o.kubeconfig
+		cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+		if err != nil {
+			return fmt.Errorf("kubeconfig: %w", err)
+		}
+		apiserver = cfg
 	}
-	client, err := kubeletclient.New(apiserver, kubeletclient.Options{Via: kubeletclient.Via(o.via),
-		Names: kubeletclient.Names{"Via": "--via"}})
+	client, err := kubeletclient.New(apiserver, kubeletclient.Options{Via: kubeletclient.Via(o.via), PodsAPISocket: o.podsAPISocket,
+		OwnNode: os.Getenv("NODE_NAME"), Names: kubeletclient.Names{"Via": "--via", "PodsAPISocket": "--pods-api-socket", "OwnNode": "$NODE_NAME"}})
 	if err != nil {
 		return err
+	}
+	defer client.Close()
+
+	// 0. On the node itself (the downward API's NODE_NAME in a pod), the kubelet's Pods API
+	// socket: no discovery, no token, no TLS — the socket's owner and mode are the trust.
+	use, skipped := client.PodsAPIFor(o.node)
+	if use {
+		r := client.ListPods(ctx, o.node)
+		if r.Err == nil || client.Options().Via == kubeletclient.ViaPodsAPI {
+			fmt.Fprintf(out, "1. discovery:    %s (the kubelet's Pods API, on node %s)\n", r.URL, o.node)
+			fmt.Fprintf(out, "2. credentials:  %s\n", client.Credentials)
+			if r.Err != nil {
+				return errors.New(kubeletclient.Printable(r.Err.Error(), true))
+			}
+			fmt.Fprintf(out, "3. trusted:      the socket and every directory above it are root's or yours, writable by no one else\n4. ListPods: %d pods\n\n", len(r.Pods))
+			return printPods(out, o.node, r.Pods)
+		}
+		skipped = r.Err
+	}
+	if skipped != nil {
+		fmt.Fprintf(out, "0. the Pods API: not used, %s\n   this is node %s ($NODE_NAME): asking the kubelet over HTTPS instead\n", kubeletclient.Printable(firstLine(skipped), false), o.node)
 	}
 
 	// 1. Discovery: the Node (read once) says where its kubelet is: the first address of the preferred
@@ -86,13 +117,17 @@ func (o *clientOptions) run(ctx context.Context, out io.Writer) error {
 		verified = "the apiserver's certificate; the apiserver asks the kubelet with its own identity"
 	}
 	fmt.Fprintf(out, "3. verified TLS: %s\n4. GET %s: %d pods\n\n", verified, kubeletclient.Printable(r.URL, false), len(r.Pods))
+	return printPods(out, o.node, r.Pods)
+}
 
+// printPods prints the pods as kubectl's table, the kubelet's text with control characters escaped.
+func printPods(out io.Writer, node string, pods []corev1.Pod) error {
 	var table bytes.Buffer
-	if err := podtable.Print(&table, podtable.Rows(o.node, r.Pods), podtable.Node, podtable.Namespace, podtable.Name,
+	if err := podtable.Print(&table, podtable.Rows(node, pods), podtable.Node, podtable.Namespace, podtable.Name,
 		podtable.Ready, podtable.Status, podtable.Restarts(podtable.Clock(time.Now)), podtable.Source); err != nil {
 		return err
 	}
-	_, err = io.WriteString(out, kubeletclient.Printable(table.String(), true))
+	_, err := io.WriteString(out, kubeletclient.Printable(table.String(), true))
 	return err
 }
 

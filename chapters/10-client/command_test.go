@@ -96,3 +96,52 @@ func TestLessonSteps(t *testing.T) {
 		})
 	}
 }
+
+// The Pods API's four steps: the socket, no credentials, its owner and mode, ListPods — with no
+// kubeconfig at all. On its own node ($NODE_NAME) auto takes it, and says when it cannot.
+func TestLessonPodsAPI(t *testing.T) {
+	pod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u1"}, Spec: corev1.PodSpec{NodeName: "n1"},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	api := fakecluster.NewPodsAPI(t, fakecluster.SocketIn(fakecluster.PodsAPIDir(t)), pod)
+	absent := fakecluster.SocketIn(fakecluster.PodsAPIDir(t))
+	p := fakecluster.NewPKI(t)
+	kubelet := fakecluster.NewKubelet(t, fakecluster.KubeletOptions{TLS: p.ServingConfig(t, "127.0.0.1"), Pods: []corev1.Pod{pod}})
+	a := fakecluster.NewAPIServer(t, p)
+	a.SetNodes(fakecluster.Node("n1", kubelet.Port))
+	a.ServiceAccount("kubelet-reader/kubelet-reader", "minted-token")
+	kubeconfig := a.Kubeconfig(t, p, fakecluster.User{Token: "admin"})
+	tests := []struct {
+		name, nodeName string
+		args           []string
+		want           []string
+	}{
+		{name: "--via podsapi", args: []string{"--kubeconfig", "/nonexistent", "--via", "podsapi", "--pods-api-socket", api.Socket},
+			want: []string{"1. discovery:    unix://" + api.Socket + " (the kubelet's Pods API, on node n1)\n",
+				"2. credentials:  none: the Pods API takes none; the socket's file mode decides who may connect\n",
+				"3. trusted:      the socket and every directory above it are root's or yours, writable by no one else\n",
+				"4. ListPods: 1 pods\n", "n1", "default", "web", "Running"}},
+		{name: "auto on its own node", nodeName: "n1", args: []string{"--kubeconfig", kubeconfig, "--pods-api-socket", api.Socket},
+			want: []string{"1. discovery:    unix://" + api.Socket, "4. ListPods: 1 pods\n"}},
+		{name: "auto on its own node, no socket", nodeName: "n1", args: []string{"--kubeconfig", kubeconfig, "--pods-api-socket", absent},
+			want: []string{"0. the Pods API: not used, the Pods API socket " + absent + ": no socket in ", "this is node n1 ($NODE_NAME): asking the kubelet over HTTPS instead\n",
+				"1. discovery:    https://127.0.0.1:", "4. GET https://127.0.0.1:"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("KUBECONFIG", "")
+			t.Setenv("NODE_NAME", tt.nodeName)
+			cmd := NewClientCommand(context.Background())
+			var out bytes.Buffer
+			cmd.SetOut(&out)
+			cmd.SetErr(&out)
+			cmd.SetArgs(append([]string{"--node", "n1"}, tt.args...))
+			require.NoError(t, cmd.Execute(), "%s", out.String())
+			rest := out.String()
+			for _, w := range tt.want {
+				i := bytes.Index([]byte(rest), []byte(w))
+				require.GreaterOrEqual(t, i, 0, "%q in order in:\n%s", w, out.String())
+				rest = rest[i+len(w):]
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -48,6 +49,8 @@ type clientOptions struct {
 	endpoint string
 	// watcher remembers the last poll, with --watch.
 	watcher *watcher
+	// notedChoice says noteChoice has said which way auto took.
+	notedChoice bool
 }
 
 // NewKubeletPodsCommand builds the tool's command.
@@ -88,7 +91,9 @@ func newClientCommand(ctx context.Context, o *clientOptions) *cobra.Command {
 	f.StringVar(&o.opts.KubeletCAFile, "kubelet-ca-file", "", "CA of the kubelets' serving certificates (default: the cluster's CA)")
 	f.BoolVar(&o.opts.InsecureSkipTLSVerify, "insecure-skip-tls-verify", false, "do not verify the kubelet's certificate (encrypted, not authenticated); credentials then also need --allow-credentials-to-unverified-kubelet")
 	f.BoolVar(&o.opts.AllowCredentialsToUnverifiedKubelet, "allow-credentials-to-unverified-kubelet", false, "with --insecure-skip-tls-verify, send the credentials anyway (whoever answers gets them)")
-	f.StringVar(&o.via, "via", "auto", "kubelet, apiserver (its node proxy), or auto (the proxy only if the kubelet cannot be reached)")
+	f.StringVar(&o.via, "via", "auto", "podsapi (the kubelet's Pods API socket, on its node), kubelet (HTTPS), apiserver (its node proxy), or auto (the socket for --own-node, then the kubelet, then the proxy if the kubelet cannot be reached)")
+	f.StringVar(&o.opts.PodsAPISocket, "pods-api-socket", kubeletclient.DefaultPodsAPISocket, "the kubelet's Pods API socket (<root-dir>/pods-api/pods-api.sock; in a pod, the hostPath /var/lib/kubelet/pods-api mounted at its directory)")
+	f.StringVar(&o.opts.OwnNode, "own-node", os.Getenv("NODE_NAME"), "the node this runs on, whose Pods API socket --via=auto reads (default: $NODE_NAME, which the DaemonSet sets from the downward API)")
 	f.StringVarP(&o.output, "output", "o", "table", "table, wide, json, yaml or name")
 	f.IntVar(&o.concurrency, "concurrency", 8, "with --all-nodes, how many kubelets to ask at once")
 	f.DurationVar(&o.opts.Timeout, "request-timeout", 10*time.Second, "how long to wait for each answer")
@@ -120,9 +125,12 @@ func (o *clientOptions) complete(flags *pflag.FlagSet) error {
 	o.opts.Auth, o.opts.Via = kubeletclient.AuthMode(o.auth), kubeletclient.Via(o.via)
 	o.opts.Names = flagNames
 	switch o.opts.Via {
-	case kubeletclient.ViaKubelet, kubeletclient.ViaAPIServer, kubeletclient.ViaAuto:
+	case kubeletclient.ViaPodsAPI, kubeletclient.ViaKubelet, kubeletclient.ViaAPIServer, kubeletclient.ViaAuto:
 	default:
-		return fmt.Errorf("unknown --via %q: use kubelet, apiserver or auto", o.via)
+		return fmt.Errorf("unknown --via %q: use podsapi, kubelet, apiserver or auto", o.via)
+	}
+	if o.opts.Via == kubeletclient.ViaPodsAPI && (o.allNodes || o.kubeletURL != "" || o.doctor) {
+		return errors.New("--via=podsapi reads the node this runs on, through its kubelet's socket: give --node NAME (--all-nodes, --kubelet-url and doctor go over HTTPS)")
 	}
 	switch {
 	case o.doctor && o.output != "table" && o.output != "json":
@@ -154,6 +162,8 @@ func (o *clientOptions) complete(flags *pflag.FlagSet) error {
 		return fmt.Errorf("-o would have no effect here: --endpoint=%s is printed as the kubelet wrote it. Drop it", o.endpoint)
 	case !ep.Pods && o.watch:
 		return fmt.Errorf("--watch follows pods; --endpoint=%s is not a pod list. Drop one", o.endpoint)
+	case o.opts.Via == kubeletclient.ViaPodsAPI && o.endpoint != "pods":
+		return fmt.Errorf("--endpoint=%s: the Pods API serves pods only; ask the kubelet over HTTPS (--via=kubelet)", o.endpoint)
 	}
 	if o.watch {
 		if o.output != "table" {
@@ -209,10 +219,16 @@ func (o *clientOptions) noIgnoredFlags(flags *pflag.FlagSet) error {
 		{o.opts.Via == kubeletclient.ViaAPIServer,
 			[]string{"auth", "token-file", "service-account", "kubelet-ca-file", "insecure-skip-tls-verify", "allow-credentials-to-unverified-kubelet", "kubelet-tls-server-name", "kubelet-port", "kubelet-preferred-address-types", "http1", "kubelet-url"},
 			"with --via=apiserver the apiserver talks to the kubelet, with its own identity and settings"},
+		{o.opts.Via == kubeletclient.ViaPodsAPI,
+			[]string{"kubeconfig", "context", "auth", "token-file", "service-account", "kubelet-ca-file", "insecure-skip-tls-verify", "allow-credentials-to-unverified-kubelet", "kubelet-tls-server-name", "kubelet-port", "kubelet-preferred-address-types", "http1", "own-node"},
+			"--via=podsapi reads the kubelet's socket: no apiserver, no TLS, no credentials"},
+		{o.opts.Via == kubeletclient.ViaPodsAPI && o.watch, []string{"interval"}, "--watch on the Pods API streams each change as the kubelet makes it (WatchPods): there is no poll"},
+		{o.opts.Via == kubeletclient.ViaKubelet || o.opts.Via == kubeletclient.ViaAPIServer || o.kubeletURL != "" || o.allNodes, []string{"pods-api-socket", "own-node"},
+			"only --via=podsapi, or auto for --own-node's pods, reads the Pods API socket"},
 		{o.kubeletURL != "", []string{"kubelet-port", "kubelet-preferred-address-types"}, "--kubelet-url already says where the kubelet is"},
 		{o.kubeletURL != "" && o.opts.Via != kubeletclient.ViaKubelet && flags.Changed("via"), []string{"via"}, "--kubelet-url asks that URL only, with no proxy to fall back to"},
 		{!o.allNodes || o.doctor, []string{"concurrency", "all-nodes-timeout"}, "they bound --all-nodes' fetch"},
-		{o.doctor, []string{"kubelet-url", "interval", "watch", "endpoint"}, "doctor starts from the Node object, once, and reads /pods"},
+		{o.doctor, []string{"kubelet-url", "interval", "watch", "endpoint", "pods-api-socket", "own-node"}, "doctor starts from the Node object, once, and reads /pods over HTTPS"},
 		{plainHTTP, []string{"kubelet-ca-file", "insecure-skip-tls-verify", "kubelet-tls-server-name", "http1"}, "http:// has no TLS (and no HTTP/2)"},
 		{auth != kubeletclient.AuthToken && auth != kubeletclient.AuthAuto, []string{"token-file"}, "only --auth=token (or auto) reads a token file"},
 		{auth != kubeletclient.AuthServiceAccount && auth != kubeletclient.AuthAuto, []string{"service-account"}, "only --auth=serviceaccount (or auto, outside a pod) requests a token"},
@@ -244,6 +260,9 @@ func isAddressLiteral(name string) bool {
 // (--kubelet-url with a token file, or nothing) does the client go on without one; a broken
 // kubeconfig, a missing --kubeconfig file or an unknown --context is always an error.
 func (o *clientOptions) apiserverConfig() (*rest.Config, error) {
+	if o.opts.Via == kubeletclient.ViaPodsAPI {
+		return nil, nil // the socket needs no apiserver
+	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = o.kubeconfig
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.context}).ClientConfig()
@@ -283,6 +302,15 @@ func (o *clientOptions) run(ctx context.Context) error {
 	// As an agent: one client, its connections and token kept, asked again and again.
 	ctx, stop := program.SignalContext(ctx)
 	defer stop()
+	defer client.Close()
+	if o.watch && o.kubeletURL == "" && !o.allNodes {
+		// On its own node an agent need not poll: the kubelet's Pods API streams each change.
+		use, skipped := client.PodsAPIFor(o.node)
+		if use {
+			return o.watchPodsAPI(ctx, client)
+		}
+		o.noteChoice(kubeletclient.Result{Node: o.node, PodsAPISkipped: skipped})
+	}
 	if o.kubeletURL == "" && o.opts.Via != kubeletclient.ViaAPIServer {
 		// Discovery from an informer: one watch instead of a GET or LIST every poll.
 		if err := client.WatchNodes(ctx, o.node); err != nil {
@@ -383,6 +411,9 @@ func (o *clientOptions) collect(ctx context.Context, client *kubeletclient.Clien
 		return nil, nil, nil, err
 	}
 
+	for _, r := range results {
+		o.noteChoice(r)
+	}
 	if len(results) == 1 && results[0].Err != nil {
 		if r := results[0]; r.FellBack != nil {
 			fmt.Fprintf(o.errOut, "note: the kubelet of %s could not be reached (%s); the apiserver's node proxy was asked instead, and failed too.\n", redactText(r.Node), redactText(firstLine(r.FellBack)))
@@ -411,6 +442,23 @@ func (o *clientOptions) collect(ctx context.Context, client *kubeletclient.Clien
 		err = fmt.Errorf("%d of %d kubelets failed: %s", len(failed), len(results), strings.Join(failed, ", "))
 	}
 	return rows, via, answered, err
+}
+
+// noteChoice says, once, which way --via=auto took to this node's pods when it is the node this
+// runs on (--own-node): the Pods API socket, or why not.
+func (o *clientOptions) noteChoice(r kubeletclient.Result) {
+	if o.opts.Via != kubeletclient.ViaAuto || o.notedChoice {
+		return
+	}
+	switch {
+	case r.Via == string(kubeletclient.ViaPodsAPI):
+		fmt.Fprintf(o.errOut, "note: %s is the node this runs on (--own-node): its pods come from the kubelet's Pods API socket, %s.\n", redactText(r.Node), redactText(o.opts.PodsAPISocket))
+	case r.PodsAPISkipped != nil:
+		fmt.Fprintf(o.errOut, "note: %s is the node this runs on (--own-node), but its Pods API socket was not used: %s\n  Asking the kubelet over HTTPS instead.\n", redactText(r.Node), redactText(r.PodsAPISkipped.Error()))
+	default:
+		return
+	}
+	o.notedChoice = true
 }
 
 func (o *clientOptions) print(rows []podtable.Row, via map[string]string) error {
@@ -504,4 +552,7 @@ var flagNames = kubeletclient.Names{
 	"AllowCredentialsToUnverifiedKubelet": "--allow-credentials-to-unverified-kubelet",
 	"Via":                                 "--via",
 	"KubeletURL":                          "--kubelet-url",
+	"PodsAPISocket":                       "--pods-api-socket",
+	"OwnNode":                             "--own-node",
+	"Timeout":                             "--request-timeout",
 }

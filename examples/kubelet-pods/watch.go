@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-client/kubeletclient"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/podtable"
@@ -71,4 +75,44 @@ func orNone(s string) string {
 		return "<none>"
 	}
 	return s
+}
+
+// watchPodsAPI is --watch on the Pods API: no poll, the kubelet's own stream (WatchPods). Its
+// events keep a copy of the node's pods, and each change to it is printed as a poll's would be:
+// ADD, UPDATE (when a column changed: the kubelet also sends a MODIFIED for what no column shows),
+// REMOVE. After a broken stream the kubelet sends every pod again; what went meanwhile is removed
+// once it has (INITIAL_SYNC_COMPLETE).
+func (o *clientOptions) watchPodsAPI(ctx context.Context, client *kubeletclient.Client) error {
+	pods := map[string]*corev1.Pod{} // by UID, as this watch has received them
+	synced, said := false, false
+	err := client.WatchPods(ctx, o.node, func(e kubeletclient.PodEvent) {
+		switch e.Type {
+		case kubeletclient.PodsBroken:
+			fmt.Fprintln(o.errOut, "error:", redact(e.Err))
+			pods, synced = map[string]*corev1.Pod{}, false // the next watch starts over
+			return
+		case kubeletclient.PodAdded, kubeletclient.PodModified:
+			pods[string(e.Pod.UID)] = e.Pod
+		case kubeletclient.PodDeleted:
+			delete(pods, string(e.Pod.UID))
+		case kubeletclient.PodsSynced:
+			synced = true
+		}
+		if !synced {
+			return // still receiving the pods the kubelet had when the watch (re)started
+		}
+		rows := make([]podtable.Row, 0, len(pods))
+		for _, p := range pods {
+			rows = append(rows, podtable.Row{Node: o.node, Pod: p})
+		}
+		o.watcher.report(o.out, rows, map[string]bool{o.node: true})
+		if !said { // once the pods it has are printed
+			fmt.Fprintf(o.errOut, "Watching %s's pods through its kubelet's Pods API socket, %s (WatchPods), until Ctrl-C.\n", redactText(o.node), redactText(client.Options().PodsAPISocket))
+			said = true
+		}
+	})
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
 }

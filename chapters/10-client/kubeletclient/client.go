@@ -27,9 +27,13 @@ import (
 type Via string
 
 const (
-	ViaKubelet   Via = "kubelet"   // straight to the kubelet
+	ViaPodsAPI   Via = "podsapi"   // the kubelet's local Pods API: a unix socket on the node (podsapi.go)
+	ViaKubelet   Via = "kubelet"   // straight to the kubelet, over HTTPS
 	ViaAPIServer Via = "apiserver" // through the apiserver's node proxy
-	ViaAuto      Via = "auto"      // the kubelet, and the proxy only if the kubelet cannot be reached
+	// ViaAuto takes, in this order: the Pods API socket for the client's own node (Options.OwnNode)
+	// when it is there and trusted; the kubelet over HTTPS; the proxy only if the kubelet cannot
+	// be reached. Each step down is said in the Result (PodsAPISkipped, FellBack).
+	ViaAuto Via = "auto"
 )
 
 // Options configure a Client.
@@ -61,6 +65,13 @@ type Options struct {
 	// not checked (InsecureSkipTLSVerify). Without it, New refuses that combination.
 	AllowCredentialsToUnverifiedKubelet bool
 	Via                                 Via
+	// PodsAPISocket is the kubelet's Pods API socket (ViaPodsAPI, and ViaAuto on OwnNode).
+	// Default DefaultPodsAPISocket.
+	PodsAPISocket string
+	// OwnNode is the node this client runs on — in a pod, spec.nodeName from the downward API —
+	// the only node whose Pods API socket it can reach. Empty: not known, and ViaAuto never
+	// tries the socket.
+	OwnNode string
 	// Timeout bounds each request. Default (0) 10s; New refuses a negative one.
 	Timeout time.Duration
 	// HTTP1 turns HTTP/2 off, to compare.
@@ -97,7 +108,8 @@ type Client struct {
 	opts      Options
 	apiserver kubernetes.Interface // nil without a kubeconfig
 	nodes     nodeSource           // nil without a kubeconfig
-	kubelet   *http.Client         // nil with ViaAPIServer
+	kubelet   *http.Client         // nil with ViaAPIServer and ViaPodsAPI
+	podsAPI   *podsAPI             // with ViaPodsAPI and ViaAuto
 	creds     credentials
 	minted    *mintedToken // with AuthServiceAccount
 	// The configurations behind apiserver and kubelet (KubeletConfig, CredentialsConfig).
@@ -145,11 +157,22 @@ func New(apiserver *rest.Config, opts Options) (*Client, error) {
 		opts.ServiceAccountDir = DefaultServiceAccountDir
 	}
 	switch opts.Via {
-	case ViaKubelet, ViaAPIServer, ViaAuto:
+	case ViaPodsAPI, ViaKubelet, ViaAPIServer, ViaAuto:
 	default:
-		return nil, fmt.Errorf("unknown %s %q: use kubelet, apiserver or auto", opts.Names.name("Via"), opts.Via)
+		return nil, fmt.Errorf("unknown %s %q: use podsapi, kubelet, apiserver or auto", opts.Names.name("Via"), opts.Via)
 	}
+	if opts.PodsAPISocket == "" {
+		opts.PodsAPISocket = DefaultPodsAPISocket
+	}
+	socket, err := filepath.Abs(opts.PodsAPISocket)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", opts.Names.name("PodsAPISocket"), opts.PodsAPISocket, err)
+	}
+	opts.PodsAPISocket = socket
 	c := &Client{opts: opts, apiserverREST: apiserver}
+	if opts.Via == ViaPodsAPI || opts.Via == ViaAuto {
+		c.podsAPI = &podsAPI{socket: socket}
+	}
 	if apiserver != nil {
 		cs, err := NewAPIServerClient(withTimeout(apiserver, opts.Timeout), opts.MaxResponseBytes)
 		if err != nil {
@@ -158,9 +181,13 @@ func New(apiserver *rest.Config, opts Options) (*Client, error) {
 		c.apiserver = cs
 		c.nodes = &listNodes{client: cs}
 	}
-	if opts.Via == ViaAPIServer {
+	switch opts.Via {
+	case ViaAPIServer:
 		// The apiserver talks to the kubelet with its own identity: nothing of ours goes there.
 		c.Credentials = "none: the apiserver's node proxy uses its own kubelet-client identity"
+		return c, nil
+	case ViaPodsAPI:
+		c.Credentials = PodsAPICredentials
 		return c, nil
 	}
 	cfg, err := c.kubeletConfig(apiserver)
@@ -293,7 +320,8 @@ func (c *Client) kubeletConfig(apiserver *rest.Config) (*rest.Config, error) {
 type Result struct {
 	Node string
 	Pods []corev1.Pod
-	// Via is "kubelet" or "apiserver"; URL is what was asked, with any userinfo redacted.
+	// Via is "podsapi", "kubelet" or "apiserver"; URL is what was asked (unix:// and the socket
+	// for the Pods API), with any userinfo redacted.
 	Via, URL string
 	// ServerName is the name the kubelet's certificate was checked against, when not the
 	// URL's host (Options.TLSServerName).
@@ -302,6 +330,9 @@ type Result struct {
 	Protocol string
 	// Body is the answer as the kubelet sent it.
 	Body []byte
+	// PodsAPISkipped holds why ViaAuto did not read the Pods API socket although the node asked
+	// is the client's own (Options.OwnNode): absent, refused, or it failed.
+	PodsAPISkipped error
 	// FellBack holds why the kubelet could not be reached, when the proxy answered instead.
 	FellBack error
 	Err      error
@@ -391,23 +422,39 @@ func (c *Client) Pods(ctx context.Context, node string) Result {
 }
 
 // Get fetches one of a node's read endpoints, by the way Options.Via says. The answer is in
-// Result.Body (and decoded into Result.Pods for the pod lists).
+// Result.Body (and decoded into Result.Pods for the pod lists). The Pods API socket answers
+// for the client's own node only, and serves pods only: ViaAuto asks it for those, first.
 func (c *Client) Get(ctx context.Context, node string, ep ReadEndpoint) Result {
+	use, skipped := c.PodsAPIFor(node)
+	if use && (c.opts.Via == ViaPodsAPI || ep == podsEndpoint) {
+		r := c.viaPodsAPI(ctx, node, ep)
+		if r.Err == nil || c.opts.Via == ViaPodsAPI || ctx.Err() != nil {
+			return r
+		}
+		klog.FromContext(ctx).V(1).Info("The Pods API failed, asking the kubelet over HTTPS", "node", node, "err", r.Err)
+		skipped = r.Err
+	}
+	var r Result
 	if c.opts.Via == ViaAPIServer {
-		return c.viaProxy(ctx, node, ep)
+		r = c.viaProxy(ctx, node, ep)
+	} else if n, err := c.Node(ctx, node); err != nil {
+		r = Result{Node: node, Err: err}
+	} else {
+		r = c.GetOf(ctx, n, ep)
 	}
-	n, err := c.Node(ctx, node)
-	if err != nil {
-		return Result{Node: node, Err: err}
-	}
-	return c.GetOf(ctx, n, ep)
+	r.PodsAPISkipped = skipped
+	return r
 }
 
-// GetOf fetches an endpoint of a Node already read: no request to the apiserver unless the
-// kubelet cannot be reached and Via is auto.
+// GetOf fetches an endpoint of a Node already read, over HTTPS or through the node proxy (a
+// Node read is another node's, or one for which the socket was not taken: ViaAuto goes on to
+// HTTPS): no request to the apiserver unless the kubelet cannot be reached and Via is auto.
 func (c *Client) GetOf(ctx context.Context, n *corev1.Node, ep ReadEndpoint) Result {
-	if c.opts.Via == ViaAPIServer {
+	switch c.opts.Via {
+	case ViaAPIServer:
 		return c.viaProxy(ctx, n.Name, ep)
+	case ViaPodsAPI:
+		return c.viaPodsAPI(ctx, n.Name, ep)
 	}
 	e, err := c.EndpointOf(n)
 	var noAddress *NoAddressError
@@ -456,7 +503,7 @@ func (c *Client) fetch(ctx context.Context, base string, ep ReadEndpoint, server
 	target := strings.TrimSuffix(base, "/") + "/" + ep.Path
 	r := Result{Via: "kubelet", URL: RedactURL(target)}
 	if c.kubelet == nil {
-		r.Err = fmt.Errorf("this client goes through the apiserver (%s); it asks no kubelet directly", c.opts.Names.set("Via", "apiserver"))
+		r.Err = fmt.Errorf("this client asks no kubelet over HTTPS (%s)", c.opts.Names.set("Via", string(c.opts.Via)))
 		return r
 	}
 	u, err := url.Parse(target)

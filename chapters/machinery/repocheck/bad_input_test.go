@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,7 +28,7 @@ const badInputTable = "../.ci/bad-input.md"
 type badInput struct {
 	line    int
 	command string   // the package to build, from the repository's root
-	args    []string // with the placeholders ({repo}, {existing}, {busy-port}) still in them
+	args    []string // with the placeholders ({repo}, {existing}, {busy-port}, {planted-socket}) still in them
 	sees    string   // what the output must contain (placeholders too)
 	needs   string   // "", "linux" or "root"
 }
@@ -168,8 +169,12 @@ func TestBadInput(t *testing.T) {
 			busy, err := net.Listen("tcp", "127.0.0.1:0")
 			require.NoError(t, err)
 			defer busy.Close()
+			planted := ""
+			if slices.ContainsFunc(row.args, func(a string) bool { return strings.Contains(a, "{planted-socket}") }) {
+				planted = plantedSocket(t)
+			}
 			placeholders := strings.NewReplacer("{repo}", repo, "{existing}", existing,
-				"{busy-port}", strconv.Itoa(busy.Addr().(*net.TCPAddr).Port))
+				"{busy-port}", strconv.Itoa(busy.Addr().(*net.TCPAddr).Port), "{planted-socket}", planted)
 			args := make([]string, len(row.args))
 			for i, a := range row.args {
 				args[i] = placeholders.Replace(a)
@@ -199,6 +204,18 @@ func TestBadInput(t *testing.T) {
 			assert.Equal(t, existingContent, string(data), "%s:%d: {existing} changed", badInputTable, row.line)
 		})
 	}
+}
+
+// plantedSocket is a listening unix socket in a directory every user may write (not sticky):
+// where anyone could have put it in a kubelet's place.
+func plantedSocket(t *testing.T) string {
+	open := filepath.Join(t.TempDir(), "open")
+	require.NoError(t, os.Mkdir(open, 0o700))
+	require.NoError(t, os.Chmod(open, 0o777))
+	l, err := net.Listen("unix", filepath.Join(open, "pods-api.sock"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	return l.Addr().String()
 }
 
 func entries(t *testing.T, dir string) []string {

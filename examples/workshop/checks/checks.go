@@ -117,8 +117,9 @@ func (e Exercise) Coding() bool { return e.Offline && e.Answers == "" }
 // Exercises lists them in order: the node's static pods and the kubelet as a service first,
 // then the kubelet's API from outside (address, certificate, token, proxy, an agent in the
 // cluster), then two coding exercises on the toy kubelet, then chapter 09 on minikube: a pod
-// that runs but is not Ready, and a node whose runtime stops (the last to touch the cluster); last,
-// chapter 12's Delve on the real kubelet, on the attendee's own machine: a static pod's worker.
+// that runs but is not Ready, and a node whose runtime stops; then chapter 12's Delve on the real
+// kubelet, on the attendee's own machine: a static pod's worker; last, back on the cluster, what
+// get nodes/proxy grants: a command run in a pod, both ways.
 var Exercises = []Exercise{
 	{1, "01-find-static-pods", "Find the control plane's static pods", "01-static-pods.yaml", false, checkFindStaticPods},
 	{2, "02-add-static-pod", "Add a static pod, edit it, delete its mirror", "02-static-pod.yaml", false, checkAddStaticPod},
@@ -136,6 +137,7 @@ var Exercises = []Exercise{
 	{14, "14-readiness-probe", "A pod that runs but is not Ready", "14-readiness-probe.yaml", false, checkReadinessProbe},
 	{15, "15-node-not-ready", "The runtime stops, and the Node goes NotReady", "15-node-not-ready.yaml", false, checkNodeNotReady},
 	{16, "16-worker-in-delve", "A static pod's worker, found in Delve", "16-worker-in-delve.yaml", true, checkWorkerInDelve},
+	{17, "17-nodes-proxy-exec", "What get nodes/proxy really grants", "17-nodes-proxy-exec.yaml", false, checkNodesProxyExec},
 }
 
 // Find returns exercise n.

@@ -214,6 +214,16 @@ func answersFor(n int, rs runs) (map[string]string, error) {
 			"secondsToNotReady": int(since.Sub(stop).Round(time.Second).Seconds())}
 	case 16:
 		a, err = workerAnswers(rs)
+	case 17:
+		// The refusals of pods-reader, as each way printed them; the verb, as the kubelet's names it.
+		kubelet := must(rs.line("--via=kubelet --token-file examples/workshop/answers/pods-reader.token", 0, `(Forbidden \(user=.*\))$`))
+		verb := regexp.MustCompile(`verb=(\w+)`).FindStringSubmatch(kubelet)
+		if verb == nil {
+			verb = []string{"", ""}
+		}
+		a = map[string]any{"kubeletRefused": kubelet, "verb": verb[1],
+			"apiserverRefused": must(rs.line("--via=apiserver --token-file examples/workshop/answers/pods-reader.token", 0, `^error: (.*cannot get resource "nodes/proxy".*)$`)),
+			"throughTheProxy":  must(rs.line("--via=apiserver --token-file examples/workshop/answers/proxy-getter.token", 0, `^error: (.*400 Bad Request.*)$`))}
 	default:
 		return nil, nil
 	}
@@ -255,6 +265,25 @@ func TestAnswersReadFromOutput(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"15-node-not-ready.yaml": "message: container runtime is down\nnotReadySince: \"2026-12-02T09:31:40Z\"\n" +
 		"reason: KubeletNotReady\nsecondsToNotReady: 35\n"}, files)
+
+	exec := "go run ./examples/workshop/17-nodes-proxy-exec --node minikube "
+	files, err = answersFor(17, runs{
+		ran(exec+"--via=kubelet --token-file examples/workshop/answers/proxy-getter.token -n exercise-17 -c monitor target -- nft add table inet via-kubelet", ""),
+		ran(exec+"--via=apiserver --token-file examples/workshop/answers/proxy-getter.token -n exercise-17 -c monitor target -- nft add table inet via-apiserver",
+			"error: unable to upgrade streaming request: websocket: bad handshake (400 Bad Request): you must specify at least 1 of stdin, stdout, stderr\n"),
+		ran(exec+"--via=kubelet --token-file examples/workshop/answers/pods-reader.token -n exercise-17 -c monitor target -- nft add table inet refused",
+			"error: unable to upgrade streaming request: websocket: bad handshake (403 Forbidden): Forbidden (user=system:serviceaccount:exercise-17:pods-reader, verb=get, resource=nodes, subresource(s)=[proxy])\n"),
+		ran(exec+"--via=apiserver --token-file examples/workshop/answers/pods-reader.token -n exercise-17 -c monitor target -- nft add table inet refused",
+			"error: unable to upgrade streaming request: nodes \"minikube\" is forbidden: User \"system:serviceaccount:exercise-17:pods-reader\" cannot get resource \"nodes/proxy\" in API group \"\" at the cluster scope\n"),
+	})
+	require.NoError(t, err)
+	var got map[string]string
+	require.NoError(t, yaml.Unmarshal([]byte(files["17-nodes-proxy-exec.yaml"]), &got))
+	assert.Equal(t, map[string]string{
+		"kubeletRefused":   "Forbidden (user=system:serviceaccount:exercise-17:pods-reader, verb=get, resource=nodes, subresource(s)=[proxy])",
+		"apiserverRefused": `unable to upgrade streaming request: nodes "minikube" is forbidden: User "system:serviceaccount:exercise-17:pods-reader" cannot get resource "nodes/proxy" in API group "" at the cluster scope`,
+		"verb":             "get",
+		"throughTheProxy":  "unable to upgrade streaming request: websocket: bad handshake (400 Bad Request): you must specify at least 1 of stdin, stdout, stderr"}, got)
 }
 
 // workerAnswers reads exercise 16's answers from its Delve session, as an attendee reads them off

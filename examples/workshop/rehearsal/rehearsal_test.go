@@ -341,7 +341,7 @@ var beforeReason = map[int]string{
 	4: "still empty", 5: "still empty", 6: "still empty", 7: "still empty",
 	8: "the ServiceAccount kubelet-reader/kubelet-reader", 9: "still empty", 10: "still empty",
 	11: "the DaemonSet kubelet-reader/kubelet-reader", 12: "the exercise's test to pass", 13: "the exercise's test to pass",
-	14: "the Pod probes/dns", 15: "still empty", 16: "still empty",
+	14: "the Pod probes/dns", 15: "still empty", 16: "still empty", 17: "still empty",
 }
 
 // solve does what an attendee who solved a coding exercise did: writes the reference solution

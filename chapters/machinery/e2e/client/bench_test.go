@@ -15,6 +15,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"k8s.io/kubernetes/cmd/kubelet/app/options"
+	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
+
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/realkubelet"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/08-minicluster/minicluster"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-client/kubeletclient"
@@ -36,19 +39,34 @@ func podDir(b *testing.B, n int) string {
 	return dir
 }
 
-// benchKubelet starts a kubelet with 110 pods that authenticates tokens through a review server
-// and has no client CA file, so that it offers HTTP/2.
-func benchKubelet(b *testing.B) (url, caFile, tokenFile string) {
+// benchNode is a kubelet with its pods: its HTTPS URL, the CA of its certificate, a token it
+// lets read its pods, its static pod directory and its Pods API socket.
+type benchNode struct {
+	url, caFile, tokenFile string
+	manifests, socket      string
+}
+
+// benchKubelet starts a kubelet with 110 pods (the default maxPods) that authenticates tokens
+// through a review server and has no client CA file, so that it offers HTTP/2. It admits maxPods
+// pods (0: 110).
+func benchKubelet(b *testing.B, maxPods int32) benchNode {
+	const n = 110
 	s := newCredentials(b)
 	serving := filepath.Join(s.dir, "serving.crt")
 	reviewClient, err := s.reviews.Client()
 	if err != nil {
 		b.Fatal(err)
 	}
+	manifests := podDir(b, n)
 	k, err := realkubelet.Start(context.Background(), realkubelet.Options{
-		NodeName: "bench", StaticPodPath: podDir(b, 110), ReadOnlyPort: -1,
+		NodeName: "bench", StaticPodPath: manifests, ReadOnlyPort: -1,
 		TLSCertFile: serving, TLSKeyFile: strings.TrimSuffix(serving, ".crt") + ".key",
 		Webhook: true, AuthClient: reviewClient,
+		Configure: func(_ *options.KubeletFlags, c *kubeletconfig.KubeletConfiguration) {
+			if maxPods > 0 {
+				c.MaxPods = maxPods
+			}
+		},
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -58,18 +76,19 @@ func benchKubelet(b *testing.B) (url, caFile, tokenFile string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	waitUntil(b, func() (bool, string) { // the kubelet serves all 110
+	waitUntil(b, func() (bool, string) { // the kubelet serves them all
 		r := c.FetchURL(context.Background(), k.SecureURL)
-		return r.Err == nil && len(r.Pods) == 110, fmt.Sprintf("%d pods, error %v", len(r.Pods), r.Err)
+		return r.Err == nil && len(r.Pods) == n, fmt.Sprintf("%d pods, error %v", len(r.Pods), r.Err)
 	})
-	return k.SecureURL, s.caFile, s.tokens["reader"]
+	return benchNode{url: k.SecureURL, caFile: s.caFile, tokenFile: s.tokens["reader"], manifests: manifests, socket: podsAPISocket(k.RootDir)}
 }
 
 // BenchmarkFetch compares the client with the least a program can do: one net/http GET with the
 // token and a JSON decode, on the same kubelet, side by side. The bare side reports the ratio,
 // x-client/bare-net-http (notes/measurements.md sets its goal).
 func BenchmarkFetch(b *testing.B) {
-	url, caFile, tokenFile := benchKubelet(b)
+	n := benchKubelet(b, 0)
+	url, caFile, tokenFile := n.url, n.caFile, n.tokenFile
 	ctx := context.Background()
 	var sides benchratio.Sides
 	b.Run("client", func(b *testing.B) {
@@ -117,7 +136,8 @@ func BenchmarkFetch(b *testing.B) {
 // BenchmarkPoll100 polls the same kubelet 100 times with one client, over HTTP/2 and HTTP/1.1.
 // HTTP/1.1 reports the ratio, x-HTTP2.0/HTTP1.1.
 func BenchmarkPoll100(b *testing.B) {
-	url, caFile, tokenFile := benchKubelet(b)
+	n := benchKubelet(b, 0)
+	url, caFile, tokenFile := n.url, n.caFile, n.tokenFile
 	var sides benchratio.Sides
 	for _, proto := range []string{"HTTP/2.0", "HTTP/1.1"} {
 		b.Run(proto, func(b *testing.B) {
