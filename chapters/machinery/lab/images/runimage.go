@@ -46,7 +46,8 @@ var runImageChanges = []string{
 	// golang:1.26-bookworm
 	`mkdir -p "/go/src" "/go/bin" && chmod -R 1777 "/go"`,
 	// .devcontainer/Dockerfile (TestRunImageIsTheDockerfiles holds these to it)
-	"mkdir -p /go/pkg/mod /go/cache && chmod 1777 /go/pkg/mod /go/cache",
+	"mkdir -p /go/pkg/mod /go/cache",
+	"chmod 1777 /go/pkg/mod /go/cache",
 	"git config --system --add safe.directory '*'",
 	"useradd --create-home --shell /bin/bash walkthrough",
 	// What the images' `rm -rf /var/lib/apt/lists/*` leaves out, and debootstrap's downloads.
