@@ -155,6 +155,39 @@ func TestMakeRunInDocker(t *testing.T) {
 		noneLeft(t)
 	})
 
+	// The dev container's settings (devcontainer.json) let its user, not root, make chapter 08's
+	// private network namespace: a user namespace's, with the one capability Docker's seccomp
+	// profile asks for unshare. The program is the one the subtest above built in its container.
+	t.Run("the dev container's user, chapter 08's namespace", func(t *testing.T) {
+		data, err := os.ReadFile(filepath.Join(root, ".devcontainer", "devcontainer.json"))
+		require.NoError(t, err)
+		var dev struct {
+			RemoteUser          string
+			Init                bool
+			CapAdd, SecurityOpt []string
+		}
+		require.NoError(t, json.Unmarshal(data, &dev))
+		require.NotEmpty(t, dev.RemoteUser)
+		args := []string{"run", "--rm", "--user", dev.RemoteUser, "--env", "HOME=/tmp"}
+		if dev.Init {
+			args = append(args, "--init")
+		}
+		for _, c := range dev.CapAdd {
+			args = append(args, "--cap-add", c)
+		}
+		for _, o := range dev.SecurityOpt {
+			args = append(args, "--security-opt", o)
+		}
+		args = append(args, "--volume", filepath.Join(root, ".bin", "docker", "08-minicluster")+":/walkthrough/08-minicluster:ro",
+			"--volume", filepath.Join(root, "examples", "static-pods")+":/walkthrough/static-pods:ro",
+			strings.TrimSpace(string(image)), "sh", "-c", "id -u && exec /walkthrough/08-minicluster --once --static-pod-path /walkthrough/static-pods")
+		out := docker(args...)
+		assert.NotEqual(t, "0", strings.SplitN(out, "\n", 2)[0], "not root")
+		assert.Contains(t, out, "network:     a private network namespace")
+		assert.Regexp(t, `(?m)^walkthrough\s+Ready\s`, out)
+		noneLeft(t)
+	})
+
 	t.Run("12 in Delve", func(t *testing.T) {
 		s := startInTerminal(t, root, env, "run-12-debugger", "RUN_IN=docker")
 		require.NoError(t, s.wait(10*time.Minute), "%s", s.output())
