@@ -15,11 +15,17 @@ import (
 
 // fakeDocker stands for docker: it writes each command line it gets to $DOCKER_LOG (an argument a
 // line, then "--"), with MSYS_NO_PATHCONV, and answers as $FAKE_DOCKER says: "down" (its engine
-// does not answer), "noimage" (the image is not built yet), else as an engine with the image.
+// does not answer), "noimage" (the image is not built yet), "rootless" (a rootless engine), else as
+// an engine with the image.
 const fakeDocker = `#!/bin/sh
 { echo "MSYS_NO_PATHCONV=${MSYS_NO_PATHCONV:-}"; for a in "$@"; do echo "$a"; done; echo --; } >>"$DOCKER_LOG"
 case $1 in
-version) [ "${FAKE_DOCKER:-}" != down ] ;;
+info)
+  case ${FAKE_DOCKER:-} in
+  down) exit 1 ;;
+  rootless) echo '["name=seccomp,profile=builtin","name=rootless","name=cgroupns"]' ;;
+  *) echo '["name=seccomp,profile=builtin","name=cgroupns"]' ;;
+  esac ;;
 image) [ "$2" != inspect ] || [ "${FAKE_DOCKER:-}" != noimage ] ;;
 run) echo "the container ran" ;;
 esac
@@ -237,6 +243,12 @@ func TestMakeRunInDockerGivesWhatEachChapterNeeds(t *testing.T) {
 		require.NoError(t, err)
 		assert.Contains(t, calls, []string{"MSYS_NO_PATHCONV=", "build", "--tag", strings.TrimSpace(string(image)), root + "/.devcontainer"})
 		assert.Contains(t, out, "Building the image ")
+	})
+	t.Run("rootless Docker", func(t *testing.T) {
+		out, calls, err := makeOn(t, mac, []string{"FAKE_DOCKER=rootless"}, "run-08-minicluster")
+		require.NoError(t, err, "%s", out)
+		options, _ := runIn(t, calls)
+		assert.Subset(t, options, []string{"--user", "0:0", "NET_ADMIN"}, "the container's root, which is the reader here")
 	})
 	t.Run("Windows", func(t *testing.T) {
 		out, calls, err := makeOn(t, machine{uname: "MINGW64_NT-10.0-22631", id: "197609:197121", docker: true}, nil, "run")
