@@ -1,13 +1,15 @@
 # kubelet-walkthrough — `make` lists the targets. The kubernetes version lives in go.mod only (the
-# require line of k8s.io/kubernetes); everything here reads it from there.
+# require line of k8s.io/kubernetes); everything here reads it from there, with sed: reading this
+# file needs no Go (on a Mac without it, the chapters run in Docker).
 
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
 .DEFAULT_GOAL := help
 
 GO          ?= go
-K8S_VERSION := $(shell $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes)
+K8S_VERSION := $(shell sed -n 's|^[[:space:]]*k8s\.io/kubernetes[[:space:]]\{1,\}\(v[^[:space:]]*\).*|\1|p' go.mod)
 BIN         := .bin
+UNAME       := $(shell uname -s)
 # Release builds stamp the version with -ldflags; `go run` leaves v0.0.0-master+$$Format:%H$$.
 GO_LDFLAGS  := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION)
 CHAPTERS    := $(notdir $(wildcard chapters/[0-9][0-9]-*))
@@ -29,15 +31,24 @@ help: ## Show this help.
 
 ##@ Run
 
+# Where a chapter runs: here on Linux, and elsewhere those of CROSS_PLATFORM; the others, the kubelet's
+# node code made for Linux, in a Linux container through your Docker (.ci/in-docker). RUN_IN=docker
+# runs any chapter in the container, on Linux too; RUN_IN=native here. make clean-docker removes its caches.
+RUN_IN    ?= $(if $(filter Linux,$(UNAME)),native)
+in-docker  = $(filter docker,$(or $(RUN_IN),$(if $(filter chapters/$(1),$(CROSS_PLATFORM)),native,docker)))
+.SECONDEXPANSION:
+
 .PHONY: run
-run: ## The main job: the real kubelet on examples/static-pods, serving /pods until Ctrl-C.
-	@LDFLAGS='$(GO_LDFLAGS)' .ci/build-progress ./chapters/04-runkubelet $(BIN)/04-runkubelet
-	@$(BIN)/04-runkubelet $(ARGS)
+run: run-04-runkubelet ## The main job: the real kubelet on examples/static-pods, serving /pods until Ctrl-C.
 
 run-%: ## Run one chapter, e.g. `make run-01-entrypoint ARGS=--help`.
 	@test -d chapters/$* || { echo "no chapter $* (have: $(CHAPTERS))"; exit 1; }
-	@LDFLAGS='$(GO_LDFLAGS)' .ci/build-progress ./chapters/$* $(BIN)/$*
-	@$(BIN)/$* $(ARGS)
+	@LDFLAGS='$(GO_LDFLAGS)' $(if $(call in-docker,$*),.ci/in-docker run $* $(ARGS),.ci/build-progress ./chapters/$* $(BIN)/$*)
+	@$(if $(call in-docker,$*),:,$(BIN)/$* $(ARGS))
+
+.PHONY: clean-docker
+clean-docker: ## Remove what running in Docker keeps: the volumes of Go's caches, the images it built.
+	@.ci/in-docker clean
 
 ##@ Workshop
 
@@ -50,9 +61,9 @@ check: ## Check a workshop exercise against your current cluster: make check EX=
 ##@ Debug (chapter 12: Delve, pinned in chapters/machinery/support/delve)
 
 # Editors attach to DEBUG_ADDR. Delve refuses other users' connections to its port on Linux only; elsewhere
-# it listens on a socket in a directory only you can open. Our packages -N -l (DEBUG_BUILD_FLAGS=: all).
-# Delve's binary goes to $(BIN)/debug-bin (by default it is a __debug_bin file in your checkout while you debug).
-DEBUG_ADDR        ?= $(if $(filter Linux,$(shell uname -s)),127.0.0.1:2345,unix:$(CURDIR)/$(BIN)/debug/dlv.sock)
+# it listens on a socket in a directory only you can open; in Docker, Delve's session is your terminal.
+# Our packages -N -l (DEBUG_BUILD_FLAGS=: all).
+DEBUG_ADDR        ?= $(if $(filter Linux,$(UNAME)),127.0.0.1:2345,unix:$(CURDIR)/$(BIN)/debug/dlv.sock)
 DEBUG_BUILD_FLAGS ?= -gcflags=all= '-gcflags=github.com/kubelet-walkthrough/kubelet-walkthrough/...=-N -l'
 
 .PHONY: dlv
@@ -60,15 +71,12 @@ dlv: ## Build .bin/dlv: Delve, from its pinned module chapters/machinery/support
 	@cd chapters/machinery/support/delve && $(GO) build -o $(CURDIR)/$(BIN)/dlv github.com/go-delve/delve/cmd/dlv
 
 .PHONY: debug-chain
-debug-chain: dlv ## Stop the real kubelet at every step of its startup chain in Delve (chapter 12).
-	@$(GO) run ./chapters/12-debugger --dlv $(BIN)/dlv $(ARGS)
+debug-chain: $$(if $$(call in-docker,12-debugger),,dlv) ## Stop the real kubelet at every step of its startup chain in Delve (chapter 12).
+	@$(if $(call in-docker,12-debugger),.ci/in-docker run 12-debugger,$(GO) run ./chapters/12-debugger --dlv $(BIN)/dlv) $(ARGS)
 
-debug-%: dlv ## Serve one chapter in a headless Delve on DEBUG_ADDR for an editor to attach: make debug-04-runkubelet ARGS=--once.
+debug-%: $$(if $$(call in-docker,$$*),,dlv) ## Serve one chapter in a headless Delve on DEBUG_ADDR for an editor to attach: make debug-04-runkubelet ARGS=--once.
 	@test -d chapters/$* || { echo "no chapter $* (have: $(CHAPTERS))"; exit 1; }
-	@case '$(DEBUG_ADDR)' in unix:*) .ci/private-dir '$(dir $(DEBUG_ADDR:unix:%=%))';; esac
-	@echo "Delve builds chapters/$* and waits on $(DEBUG_ADDR): attach your editor (\"Attach to make debug\") or run $(BIN)/dlv connect $(DEBUG_ADDR)."
-	@mkdir -p $(BIN)/debug-bin
-	@$(BIN)/dlv debug ./chapters/$* --output=$(BIN)/debug-bin/$* --headless --api-version=2 --accept-multiclient --listen=$(DEBUG_ADDR) --build-flags="$(DEBUG_BUILD_FLAGS)" -- $(ARGS)
+	@DEBUG_ADDR='$(DEBUG_ADDR)' DEBUG_BUILD_FLAGS="$(DEBUG_BUILD_FLAGS)" BIN=$(BIN) .ci/$(if $(call in-docker,$*),in-docker debug,debug-serve) $* $(ARGS)
 
 ##@ Test
 
@@ -79,7 +87,6 @@ debug-%: dlv ## Serve one chapter in a headless Delve on DEBUG_ADDR for an edito
 # the tests left this machine as they found it.
 TIMED := .ci/timed $(BIN)/make-test
 
-.PHONY: test
 test: ## Everything CI checks (.ci/run calls this), stage by stage, with a time summary at the end.
 	@$(TIMED) begin
 	@$(MAKE) --no-print-directory test-stages; status=$$?; $(TIMED) summary; exit $$status
@@ -104,7 +111,6 @@ test-beside-rehearsal:
 	@$(TIMED) run test-lab nice -n 10 $(MAKE) --no-print-directory test-lab
 	@$(TIMED) run test-readmes nice -n 10 $(MAKE) --no-print-directory test-readmes
 
-.PHONY: prerequisites
 prerequisites: ## Check this machine has what make test needs, before building anything (.ci/prerequisites).
 	@.ci/prerequisites
 
@@ -116,7 +122,6 @@ VET         := -vet=off
 # README_RUNS=N runs this host's README leg N times (hunting a flake); .ci/readmes says the legs.
 README_RUNS ?= 1
 
-.PHONY: verify
 verify: verify-platforms ## Static gates: gofmt, go mod tidy, go vet, pinned staging modules, the layout's import rules, the macOS and Windows builds.
 	@.ci/gofmt-check
 	$(GO) mod tidy -diff
@@ -129,7 +134,6 @@ CROSS_PLATFORM := chapters/01-entrypoint chapters/02-config chapters/06-static-p
   chapters/11-node examples/kubelet-pods examples/workshop/check
 CROSS_TARGETS  := darwin/arm64 windows/amd64
 
-.PHONY: verify-platforms
 verify-platforms: ## Type-check for macOS (darwin/arm64) and Windows (windows/amd64), from source, every chapter that runs there (CROSS_PLATFORM).
 	$(GO) run ./chapters/machinery/repocheck/typecheck $(CROSS_TARGETS:%=--platform %) $(CROSS_PLATFORM:%=./%)
 
@@ -137,45 +141,36 @@ verify-platforms: ## Type-check for macOS (darwin/arm64) and Windows (windows/am
 LAB_PKGS    := chapters/machinery/lab chapters/machinery/e2e/clientnode
 UNIT_PKGS    = $(filter-out $(LAB_PKGS:%=$(shell $(GO) list -m)/%),$(shell $(GO) list ./...))
 
-.PHONY: test-unit
 test-unit: ## go test every package in random order but the lab's (the README runs and the workshop's rehearsal have their targets).
 	.ci/clean-tmp $(GO) test -count=1 $(VET) -shuffle=on -timeout $(TIMEOUT) -skip '^(TestChapterREADMEs|TestRehearseWorkshop|TestRehearseOnThisMachine)$$' $(TEST_FLAGS) $(UNIT_PKGS)
 
-.PHONY: test-lab
 test-lab: ## go test the lab's packages (LAB_PKGS: real minikube in labs; skipped, saying why, without root).
 	.ci/clean-tmp $(GO) test -count=1 $(VET) -shuffle=on -timeout $(TIMEOUT) $(TEST_FLAGS) $(LAB_PKGS:%=./%)
 
-.PHONY: test-rehearsal
 test-rehearsal: ## The workshop, every command as its READMEs print it: on real minikube in the lab, then exercise 16 (Delve) on this machine; one after the other, since both reset examples/workshop/answers (-v: the log is the record INSTRUCTOR.md's timings come from).
 	.ci/clean-tmp $(GO) test -count=1 $(VET) -v -timeout $(TIMEOUT) -run '^TestRehearseWorkshop$$' $(TEST_FLAGS) ./examples/workshop/rehearsal/
 	.ci/clean-tmp $(GO) test -count=1 $(VET) -v -timeout $(TIMEOUT) -run '^TestRehearseOnThisMachine$$' $(TEST_FLAGS) ./examples/workshop/rehearsal/
 
-.PHONY: test-race
 test-race: ## go test -race on our concurrent code (not the packages that start the real kubelet).
 	.ci/clean-tmp $(GO) test -count=1 $(VET) -race -shuffle=on -timeout $(TIMEOUT) -skip '^TestChapterREADMEs$$' $(TEST_FLAGS) $(RACE_PKGS)
 
-.PHONY: test-node-components
 test-node-components: ## Build the lab (real minikube, its base image and cache) when this machine can run it (root); say why not otherwise.
 	@.ci/as-root "the lab (chapter 11, the client's node tests, the workshop's rehearsal: a Docker engine in namespaces of its own, debootstrap)" \
 	  $(MAKE) --no-print-directory node-components minikube lab
 
-.PHONY: test-readmes
 test-readmes: ## Run every chapter README's commands and compare their output: as this host, as the other cgroup version's host, and with Docker Engine running (.ci/readmes).
 	@GO='$(GO)' TIMEOUT='$(TIMEOUT)' README_RUNS='$(README_RUNS)' TEST_FLAGS='$(TEST_FLAGS)' .ci/readmes
 
 test-%: ## Test one chapter and its packages, e.g. `make test-04-runkubelet`.
 	$(GO) test -count=1 -shuffle=on -timeout $(TIMEOUT) $(TEST_FLAGS) ./chapters/$*/...
 
-.PHONY: verify-notes
 verify-notes: ## Check every source citation against the pinned module; K8S=v1.38.0 lists what an upgrade breaks.
 	K8S_VERSION=$(K8S) $(GO) test -count=1 -timeout $(TIMEOUT) -v -run '^TestCitations$$' ./chapters/machinery/notescheck/
 	$(GO) test -count=1 -timeout $(TIMEOUT) -run '^(TestCheckerFindsBrokenCitations|TestBrokenCopyFails)$$' ./chapters/machinery/notescheck/
 
-.PHONY: update-golden
 update-golden: ## Rewrite the sample outputs in the chapter READMEs from real runs.
 	$(GO) test -count=1 -timeout $(TIMEOUT) -run '^TestChapterREADMEs$$' ./chapters/machinery/repocheck/ -update
 
-.PHONY: bench
 bench: BENCH_COUNT ?= 6
 bench: ## Run the benchmarks BENCH_COUNT times (6), then judge each side-by-side ratio against its goal in notes/measurements.md.
 	@mkdir -p $(BIN)

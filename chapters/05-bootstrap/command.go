@@ -27,6 +27,9 @@ type bootstrapOptions struct {
 	wait          time.Duration
 	once          bool
 	out           io.Writer
+
+	// The kubelets' read-only ports on 127.0.0.1 (0: a free one).
+	readOnlyPort, toyReadOnlyPort int
 }
 
 // NewBootstrapCommand builds the chapter's command.
@@ -44,6 +47,8 @@ func NewBootstrapCommand(ctx context.Context) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&o.staticPodPath, "static-pod-path", "examples/static-pods", "directory of static pod manifests, for both kubelets")
 	f.StringVar(&o.nodeName, "node-name", realkubelet.DefaultNodeName, "node name of both kubelets")
+	f.IntVar(&o.readOnlyPort, "read-only-port", 0, "the real kubelet's read-only port on 127.0.0.1, free; 0 picks a free one")
+	f.IntVar(&o.toyReadOnlyPort, "toy-read-only-port", 0, "the toy kubelet's read-only port on 127.0.0.1, free; 0 picks a free one")
 	f.StringVar(&o.kubeletLog, "kubelet-log", "", `file for both kubelets' log lines; "-" for stderr; default: a temporary file removed on exit`)
 	f.DurationVar(&o.wait, "wait", 30*time.Second, "how long to wait for both to run every static pod")
 	f.BoolVar(&o.once, "once", false, "print and stop instead of serving until Ctrl-C")
@@ -56,6 +61,15 @@ func (o *bootstrapOptions) validate() error {
 		return err
 	}
 	if err := program.Positive("--wait", o.wait); err != nil {
+		return err
+	}
+	if o.readOnlyPort != 0 && o.readOnlyPort == o.toyReadOnlyPort {
+		return fmt.Errorf("--read-only-port %d and --toy-read-only-port %d: each kubelet needs a port of its own", o.readOnlyPort, o.toyReadOnlyPort)
+	}
+	if err := program.Port("--read-only-port", o.readOnlyPort); err != nil {
+		return err
+	}
+	if err := program.Port("--toy-read-only-port", o.toyReadOnlyPort); err != nil {
 		return err
 	}
 	if o.kubeletLog != "" && o.kubeletLog != "-" {
@@ -83,12 +97,12 @@ func (o *bootstrapOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	}
 	defer closeLog()
 
-	toy, err := toykubelet.Start(ctx, toykubelet.StartOptions{NodeName: types.NodeName(o.nodeName), StaticPodPath: path})
+	toy, err := toykubelet.Start(ctx, toykubelet.StartOptions{NodeName: types.NodeName(o.nodeName), StaticPodPath: path, ReadOnlyPort: o.toyReadOnlyPort})
 	if err != nil {
 		return fmt.Errorf("start the toy kubelet: %w", err)
 	}
 	defer toy.Stop()
-	real, err := realkubelet.Start(ctx, realkubelet.Options{NodeName: o.nodeName, StaticPodPath: path})
+	real, err := realkubelet.Start(ctx, realkubelet.Options{NodeName: o.nodeName, StaticPodPath: path, ReadOnlyPort: o.readOnlyPort})
 	if err != nil {
 		return fmt.Errorf("start the real kubelet: %w", err)
 	}

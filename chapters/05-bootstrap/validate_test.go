@@ -25,6 +25,8 @@ func TestValidate(t *testing.T) {
 		{Name: "a wait of 0", Change: func(o *bootstrapOptions) { o.wait = 0 }, WantErr: "--wait 0s: must be more than 0"},
 		{Name: "a negative wait", Change: func(o *bootstrapOptions) { o.wait = -time.Minute }, WantErr: "--wait -1m0s: must be more than 0"},
 		{Name: "a log file that exists", Change: func(o *bootstrapOptions) { o.kubeletLog = existing }, WantErr: "--kubelet-log " + existing + ": the file exists; name a new one (it is never overwritten)"},
+		{Name: "a port out of range", Change: func(o *bootstrapOptions) { o.toyReadOnlyPort = 70000 }, WantErr: "--toy-read-only-port 70000: a port is 0 (pick a free one) or 1 to 65535"},
+		{Name: "one port for both", Change: func(o *bootstrapOptions) { o.readOnlyPort, o.toyReadOnlyPort = 10301, 10301 }, WantErr: "--read-only-port 10301 and --toy-read-only-port 10301: each kubelet needs a port of its own"},
 	}
 	validtable.Run(t, func() *bootstrapOptions { o := good; return &o }, (*bootstrapOptions).validate, tests)
 }

@@ -51,6 +51,9 @@ type clusterOptions struct {
 	kubeletLog    string
 	podsAPILink   string
 	once          bool
+	// apiserverPort is where kubectl reaches the apiserver in the private network namespace,
+	// on 127.0.0.1 (0: a free port).
+	apiserverPort int
 	// Set by this program for its own copy inside the private network namespace.
 	relaySocket string
 	relayPort   int
@@ -88,6 +91,7 @@ func NewMiniclusterCommand(ctx context.Context) *cobra.Command {
 	f.StringVar(&o.staticPodPath, "static-pod-path", "examples/static-pods", "every kubelet's static pod directory")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "a kubeconfig to merge the cluster's context into, as kubectl config does (taken out again on exit; default: a kubeconfig in the cluster's temporary directory)")
 	f.StringVar(&o.nodeIP, "node-ip", "", "run on this machine's network with this node IP (default: a private network namespace)")
+	f.IntVar(&o.apiserverPort, "apiserver-port", 0, "the port on 127.0.0.1 where kubectl reaches the apiserver in the private network namespace, free; 0 picks a free one")
 	f.StringVar(&o.kubeletLog, "log", "", `file for the components' log lines; "-" for stderr; default: a temporary file removed on exit`)
 	f.StringVar(&o.podsAPILink, "pods-api-link", "", "make this path a symbolic link to the first kubelet's Pods API socket (removed on exit): a client on this machine reads it there")
 	f.BoolVar(&o.once, "once", false, "print and stop instead of serving until Ctrl-C")
@@ -122,10 +126,16 @@ func (o *clusterOptions) validate() error {
 			seen[name] = true
 		}
 	}
+	if o.nodeIP != "" && o.apiserverPort != 0 {
+		return fmt.Errorf("--apiserver-port %d: only in the private network namespace (with --node-ip, kubectl reaches the apiserver at the node IP)", o.apiserverPort)
+	}
 	if o.nodeIP != "" {
 		if err := checkNodeIP(o.nodeIP); err != nil {
 			return err
 		}
+	}
+	if err := program.Port("--apiserver-port", o.apiserverPort); err != nil {
+		return err
 	}
 	if o.kubeconfig != "" {
 		if err := checkKubeconfig(o.kubeconfig); err != nil {
@@ -199,9 +209,9 @@ func (o *clusterOptions) complete() error {
 }
 
 // runInPrivateNetwork runs this program again inside a private network namespace and relays
-// 127.0.0.1:<port> on the host to the apiserver in there, through a unix socket.
+// 127.0.0.1:<--apiserver-port> on the host to the apiserver in there, through a unix socket.
 func (o *clusterOptions) runInPrivateNetwork(ctx context.Context) error {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(o.apiserverPort))
 	if err != nil {
 		return err
 	}

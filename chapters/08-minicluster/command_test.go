@@ -59,6 +59,8 @@ func TestValidate(t *testing.T) {
 		{Name: "a log that exists", Change: func(o *clusterOptions) { o.kubeletLog = existing }, WantErr: "--log " + existing + ": the file exists; name a new one (it is never overwritten)"},
 		{Name: "a new Pods API link", Change: func(o *clusterOptions) { o.podsAPILink = filepath.Join(dir, "pods-api.sock") }},
 		{Name: "a Pods API link where a file is", Change: func(o *clusterOptions) { o.podsAPILink = existing }, WantErr: "--pods-api-link " + existing + ": the file exists; name a new one (it is never overwritten)"},
+		{Name: "an apiserver port out of range", Change: func(o *clusterOptions) { o.apiserverPort = 70000 }, WantErr: "--apiserver-port 70000: a port is 0 (pick a free one) or 1 to 65535"},
+		{Name: "an apiserver port with a node IP", Change: func(o *clusterOptions) { o.nodeIP, o.apiserverPort = "192.0.2.1", 6443 }, WantErr: "--apiserver-port 6443: only in the private network namespace (with --node-ip, kubectl reaches the apiserver at the node IP)"},
 	}
 	validtable.Run(t, func() *clusterOptions { return &clusterOptions{nodes: 1} }, (*clusterOptions).validate, tests)
 	for path, want := range map[string]string{existing: "mine: my notes\n", notKubeconfig: "my notes: [not yaml\n"} {

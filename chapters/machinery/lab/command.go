@@ -29,7 +29,7 @@ func NewCommand(ctx context.Context) *cobra.Command {
 		SilenceUsage: true,
 	}
 	cmd.SetContext(ctx)
-	cmd.AddCommand(newRunCommand(), newRootfsCommand(), newImagesCommand(), newBaseImageCommand(), newTraceCommand())
+	cmd.AddCommand(newRunCommand(), newRootfsCommand(), newImagesCommand(), newBaseImageCommand(), newRunImageCommand(), newTraceCommand())
 	return cmd
 }
 
@@ -267,6 +267,52 @@ func newBaseImageCommand() *cobra.Command {
 	f.StringVar(&opts.CNI, "cni", ".bin/node/cni", "the CNI plugins")
 	f.StringVar(&opts.Out, "out", ".bin/node/"+BaseImageArchive, "the archive: a new file, or one this command wrote")
 	f.StringVar(&opts.Ref, "ref", BaseImageRef, "the image's name")
+	return cmd
+}
+
+func newRunImageCommand() *cobra.Command {
+	var opts images.RunImageOptions
+	var mirror, cache string
+	cmd := &cobra.Command{
+		Use:   "run-image",
+		Short: "Write the image .ci/in-docker runs the chapters in (the Go image and .devcontainer/Dockerfile's equivalent) as a docker archive",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkRootfsDir(opts.Rootfs); err != nil {
+				return err
+			}
+			if err := checkMirror(mirror); err != nil {
+				return err
+			}
+			if err := checkArchive("--out", opts.Out); err != nil {
+				return err
+			}
+			if opts.Ref == "" {
+				return errors.New(`--ref "": name the image (.ci/in-docker image prints the name make run looks for)`)
+			}
+			start := time.Now()
+			if err := images.RunImageRecipe().Make(cmd.Context(), opts.Rootfs, mirror, cache, cmd.OutOrStdout()); err != nil {
+				return err
+			}
+			image, err := images.BuildRunImage(cmd.Context(), opts)
+			if err != nil {
+				return err
+			}
+			state := "up to date"
+			if image.Built {
+				state = "built"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s\t%s\t%d MB\t%s in %s\n", image.Ref, image.Archive, (image.Size+1<<19)>>20, state, time.Since(start).Round(100*time.Millisecond))
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Rootfs, "rootfs", ".bin/docker/rootfs", "where to make its root file system: a new or empty directory, or one this command made")
+	f.StringVar(&opts.GoRoot, "goroot", "", "the Go to copy into /usr/local/go (go env GOROOT)")
+	f.StringVar(&opts.Out, "out", ".bin/docker/run-image.tar", "the archive: a new file, or one this command wrote")
+	f.StringVar(&opts.Ref, "ref", "", "the image's name (.ci/in-docker image)")
+	f.StringVar(&mirror, "mirror", os.Getenv("DEBIAN_MIRROR"), "Debian mirror (default: $DEBIAN_MIRROR, else the Debian source of this machine's apt, else debootstrap's own)")
+	f.StringVar(&cache, "cache", images.DefaultRootfsCache(), "where a copy of each root file system made is kept, by recipe and mirror, and used again for a week (\"\": none)")
 	return cmd
 }
 

@@ -29,7 +29,7 @@ K8S_MINOR       := $(word 2,$(subst ., ,$(K8S_VERSION:v%=%)))
 NODE_K8S_LDFLAGS := $(NODE_STRIP) $(GO_LDFLAGS) -X k8s.io/component-base/version.gitMajor=$(K8S_MAJOR) \
   -X k8s.io/component-base/version.gitMinor=$(K8S_MINOR) -X k8s.io/component-base/version.gitTreeState=clean
 # go.mod: the etcd server the chapters link is the etcd the node runs.
-ETCD_VERSION    := $(shell $(GO) list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
+ETCD_VERSION    := $(shell sed -n 's|^[[:space:]]*go\.etcd\.io/etcd/server/v3[[:space:]]\{1,\}\(v[^[:space:]]*\).*|\1|p' go.mod)
 # kubeadm's constants.go, DefaultEtcdVersion: etcd's version, then the image's revision (-0).
 ETCD_IMAGE_TAG  := $(ETCD_VERSION:v%=%)-0
 # kubeadm's constants.go, CoreDNSVersion (build/dependencies.yaml "coredns-kubeadm").
@@ -155,9 +155,15 @@ node-cache: lab ## minikube's cache in .bin/node/minikube-cache: the images kube
 node-base-image: lab ## The base image minikube runs as its node, .bin/node/kicbase.tar (needs NODE_ROOTFS).
 	@$(BIN)/lab base-image --rootfs $(NODE_ROOTFS) --bin $(NODE)/bin --cni $(NODE)/cni --out $(NODE)/kicbase.tar
 
+# The image .ci/in-docker runs the chapters in, where a reader's Docker builds .devcontainer/Dockerfile on
+# the Go image: its equivalent, from Debian's packages and this machine's Go (images/runimage.go).
+.PHONY: run-image
+run-image: lab ## The run image's equivalent, .bin/docker/run-image.tar, named as .ci/in-docker names its image (root; debootstrap once).
+	@$(BIN)/lab run-image --goroot "$$($(GO) env GOROOT)" --ref "$$(.ci/in-docker image)"
+
 .PHONY: node-components
-node-components: lab ## Every part of the lab: binaries and root filesystem (at the same time: debootstrap mostly waits on the mirror), then the base image and minikube's cache.
-	@$(MAKE) --no-print-directory node-rootfs & rootfs=$$!; rc=0; \
+node-components: lab ## Every part of the lab: binaries and root filesystems (at the same time: debootstrap mostly waits on the mirror), then the base image and minikube's cache.
+	@$(MAKE) --no-print-directory node-rootfs run-image & rootfs=$$!; rc=0; \
 	  $(MAKE) --no-print-directory node-binaries || rc=$$?; wait $$rootfs || rc=$$?; exit $$rc
 	@$(MAKE) --no-print-directory node-base-image node-cache
 

@@ -3,6 +3,7 @@ package repocheck
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -16,9 +17,20 @@ import (
 
 // platformRow is one row of README.md's table "Where each chapter runs".
 type platformRow struct {
-	dir                   string // chapters/NN-name, or examples/workshop/check
-	linux, macOS, windows bool
+	dir            string // chapters/NN-name, or examples/workshop/check
+	linux          bool
+	macOS, windows how
 }
+
+// how a program runs on a platform: not at all, natively ("yes"), or in a Linux container
+// through the reader's Docker ("in Docker").
+type how string
+
+const (
+	notThere how = "no"
+	native   how = "yes"
+	inDocker how = "in Docker"
+)
 
 const platformsHeading = "## Where each chapter runs"
 
@@ -28,7 +40,8 @@ const platformsHeader = "| Chapter | Linux | macOS | Windows | Root | Needs |"
 var rowLink = regexp.MustCompile(`^\[[^\]]+\]\(([^)]+)\)$`)
 
 // platformTable reads the table under platformsHeading: one row per program, its first cell a
-// link to the program's README or main.go, then yes or no for Linux, macOS and Windows.
+// link to the program's README or main.go, then yes or no for Linux, and yes, in Docker or no for
+// macOS and Windows.
 func platformTable(readme string) ([]platformRow, error) {
 	_, section, found := strings.Cut(readme, "\n"+platformsHeading+"\n")
 	if !found {
@@ -65,13 +78,19 @@ func platformTable(readme string) ([]platformRow, error) {
 			return nil, fmt.Errorf("the first cell is not a link to the program: %s", line)
 		}
 		row := platformRow{dir: path.Dir(link[1])}
-		for i, on := range []*bool{&row.linux, &row.macOS, &row.windows} {
-			switch cells[1+i] {
-			case "yes":
-				*on = true
-			case "no":
+		switch cells[1] {
+		case "yes":
+			row.linux = true
+		case "no":
+		default:
+			return nil, fmt.Errorf("%s: %q in the Linux column, want yes or no", row.dir, cells[1])
+		}
+		for i, h := range []*how{&row.macOS, &row.windows} {
+			switch how(cells[2+i]) {
+			case native, inDocker, notThere:
+				*h = how(cells[2+i])
 			default:
-				return nil, fmt.Errorf("%s: %q in the %s column, want yes or no", row.dir, cells[1+i], []string{"Linux", "macOS", "Windows"}[i])
+				return nil, fmt.Errorf("%s: %q in the %s column, want yes, in Docker or no", row.dir, cells[2+i], []string{"macOS", "Windows"}[i])
 			}
 		}
 		rows = append(rows, row)
@@ -94,10 +113,12 @@ func crossBuilt(makefile string) ([]string, error) {
 	return strings.Fields(strings.ReplaceAll(m[1], "\\\n", " ")), nil
 }
 
-// platformProblems holds the README's table to the Makefile's list: every program has a row;
-// every row runs on Linux; macOS and Windows agree (the Makefile builds one list for both); and
-// what the table says runs on them is exactly what make verify-platforms builds.
-func platformProblems(rows []platformRow, built, programs []string) []string {
+// platformProblems holds the README's table to the Makefile: every program has a row; every row
+// runs on Linux; macOS and Windows agree (the Makefile builds one list for both); what the table
+// says runs natively on them is exactly what make verify-platforms builds; what it says runs in
+// Docker is exactly what make runs in Docker there (dockered: the chapters the Makefile sends to
+// .ci/in-docker off Linux); and every chapter runs on them, one way or the other.
+func platformProblems(rows []platformRow, built, programs, dockered []string) []string {
 	var problems []string
 	inTable := map[string]platformRow{}
 	for _, r := range rows {
@@ -115,10 +136,19 @@ func platformProblems(rows []platformRow, built, programs []string) []string {
 			problems = append(problems, r.dir+": macOS and Windows differ, but the Makefile builds one list (CROSS_PLATFORM) for both")
 		}
 		switch listed := slices.Contains(built, r.dir); {
-		case (r.macOS || r.windows) && !listed:
+		case (r.macOS == native || r.windows == native) && !listed:
 			problems = append(problems, r.dir+": the README says it runs on macOS/Windows, but CROSS_PLATFORM does not build it")
-		case !(r.macOS || r.windows) && listed:
-			problems = append(problems, r.dir+": CROSS_PLATFORM builds it for macOS and Windows, but the README says it runs on Linux only")
+		case r.macOS != native && r.windows != native && listed:
+			problems = append(problems, r.dir+": CROSS_PLATFORM builds it for macOS and Windows, but the README says it does not run there natively")
+		}
+		switch docker := slices.Contains(dockered, r.dir); {
+		case (r.macOS == inDocker || r.windows == inDocker) && !docker:
+			problems = append(problems, r.dir+": the README says it runs in Docker on macOS/Windows, but make does not run it there in Docker")
+		case r.macOS != inDocker && r.windows != inDocker && docker:
+			problems = append(problems, r.dir+": make runs it in Docker on macOS and Windows, but the README does not say so")
+		}
+		if strings.HasPrefix(r.dir, "chapters/") && (r.macOS == notThere || r.windows == notThere) {
+			problems = append(problems, r.dir+": every chapter runs on macOS and Windows, natively or in Docker")
 		}
 	}
 	for _, p := range programs {
@@ -134,9 +164,10 @@ func platformProblems(rows []platformRow, built, programs []string) []string {
 	return problems
 }
 
-// TestPlatforms: README.md's "Where each chapter runs" and the Makefile's CROSS_PLATFORM (what
-// make verify-platforms builds for darwin/arm64 and windows/amd64) say the same, and make verify
-// builds it.
+// TestPlatforms: README.md's "Where each chapter runs" and the Makefile say the same — what
+// make verify-platforms builds for darwin/arm64 and windows/amd64 (CROSS_PLATFORM) runs there
+// natively, and make verify builds it; what make runs in Docker on macOS and Windows, as make
+// itself decides it there (its uname faked), runs there in Docker.
 func TestPlatforms(t *testing.T) {
 	readme, err := os.ReadFile("../README.md")
 	require.NoError(t, err)
@@ -156,7 +187,20 @@ func TestPlatforms(t *testing.T) {
 	}
 	programs = append(programs, "examples/kubelet-pods", "examples/workshop/check")
 
-	assert.Empty(t, platformProblems(rows, built, programs))
+	var dockered []string
+	for _, uname := range []string{"Darwin", "MINGW64_NT-10.0-22631"} {
+		bin := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(bin, "uname"), []byte("#!/bin/sh\necho "+uname+"\n"), 0o755))
+		cmd := exec.Command("make", "--no-print-directory", "-s", "-C", "..", "--eval=print-in-docker: ; @:$(info $(foreach c,$(CHAPTERS),$(if $(call in-docker,$(c)),chapters/$(c))))", "print-in-docker")
+		cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "RUN_IN=")
+		out, err := cmd.Output()
+		require.NoError(t, err)
+		if dockered == nil {
+			dockered = strings.Fields(string(out))
+		}
+		assert.Equal(t, dockered, strings.Fields(string(out)), "make runs the same chapters in Docker on macOS and on Windows (%s)", uname)
+	}
+	assert.Empty(t, platformProblems(rows, built, programs, dockered))
 	verify, _, _ := strings.Cut(regexp.MustCompile(`(?m)^verify:.*$`).FindString(string(makefile)), "##")
 	assert.Contains(t, strings.Fields(verify), "verify-platforms", "make verify builds for the other platforms: %s", verify)
 }
@@ -164,51 +208,58 @@ func TestPlatforms(t *testing.T) {
 func TestPlatformProblems(t *testing.T) {
 	programs := []string{"chapters/01-a", "chapters/02-b", "examples/workshop/check"}
 	rows := []platformRow{
-		{dir: "chapters/01-a", linux: true},
-		{dir: "chapters/02-b", linux: true, macOS: true, windows: true},
-		{dir: "examples/workshop/check", linux: true, macOS: true, windows: true},
+		{dir: "chapters/01-a", linux: true, macOS: inDocker, windows: inDocker},
+		{dir: "chapters/02-b", linux: true, macOS: native, windows: native},
+		{dir: "examples/workshop/check", linux: true, macOS: native, windows: native},
 	}
+	built := []string{"chapters/02-b", "examples/workshop/check"}
+	dockered := []string{"chapters/01-a"}
 	with := func(change func(rows []platformRow) []platformRow) []platformRow {
 		return change(slices.Clone(rows))
 	}
 	tests := []struct {
-		name  string
-		rows  []platformRow
-		built []string
-		want  []string
+		name            string
+		rows            []platformRow
+		built, dockered []string
+		want            []string
 	}{
-		{"agree", rows, []string{"chapters/02-b", "examples/workshop/check"}, nil},
-		{"the table alone changes", with(func(r []platformRow) []platformRow { r[0].macOS, r[0].windows = true, true; return r }),
-			[]string{"chapters/02-b", "examples/workshop/check"},
-			[]string{"chapters/01-a: the README says it runs on macOS/Windows, but CROSS_PLATFORM does not build it"}},
-		{"the Makefile alone changes", rows, []string{"chapters/01-a", "chapters/02-b", "examples/workshop/check"},
-			[]string{"chapters/01-a: CROSS_PLATFORM builds it for macOS and Windows, but the README says it runs on Linux only"}},
-		{"a chapter without a row", rows[1:], []string{"chapters/02-b", "examples/workshop/check"},
+		{"agree", rows, built, dockered, nil},
+		{"the table alone says native", with(func(r []platformRow) []platformRow { r[0].macOS, r[0].windows = native, native; return r }), built, dockered,
+			[]string{"chapters/01-a: the README says it runs on macOS/Windows, but CROSS_PLATFORM does not build it",
+				"chapters/01-a: make runs it in Docker on macOS and Windows, but the README does not say so"}},
+		{"the Makefile alone builds it", rows, []string{"chapters/01-a", "chapters/02-b", "examples/workshop/check"}, dockered,
+			[]string{"chapters/01-a: CROSS_PLATFORM builds it for macOS and Windows, but the README says it does not run there natively"}},
+		{"the table alone says in Docker", with(func(r []platformRow) []platformRow { r[1].macOS, r[1].windows = inDocker, inDocker; return r }), built, dockered,
+			[]string{"chapters/02-b: CROSS_PLATFORM builds it for macOS and Windows, but the README says it does not run there natively",
+				"chapters/02-b: the README says it runs in Docker on macOS/Windows, but make does not run it there in Docker"}},
+		{"a chapter that does not run on macOS", with(func(r []platformRow) []platformRow { r[0].macOS, r[0].windows = notThere, notThere; return r }), built, nil,
+			[]string{"chapters/01-a: every chapter runs on macOS and Windows, natively or in Docker"}},
+		{"a chapter without a row", rows[1:], built, nil,
 			[]string{"chapters/01-a: no row in the README's table"}},
-		{"macOS without Windows", with(func(r []platformRow) []platformRow { r[1].windows = false; return r }),
-			[]string{"chapters/02-b", "examples/workshop/check"},
-			[]string{"chapters/02-b: macOS and Windows differ, but the Makefile builds one list (CROSS_PLATFORM) for both"}},
-		{"a row for no chapter", append(slices.Clone(rows), platformRow{dir: "chapters/11-gone", linux: true}), []string{"chapters/02-b", "examples/workshop/check"},
-			[]string{"chapters/11-gone: a row, but no such chapter or program"}},
-		{"a build of no chapter", rows, []string{"chapters/02-b", "examples/workshop/check", "chapters/12-x"},
+		{"macOS without Windows", with(func(r []platformRow) []platformRow { r[2].windows = notThere; return r }), built, dockered,
+			[]string{"examples/workshop/check: macOS and Windows differ, but the Makefile builds one list (CROSS_PLATFORM) for both"}},
+		{"a row for no chapter", append(slices.Clone(rows), platformRow{dir: "chapters/11-gone", linux: true, macOS: native, windows: native}), built, dockered,
+			[]string{"chapters/11-gone: a row, but no such chapter or program",
+				"chapters/11-gone: the README says it runs on macOS/Windows, but CROSS_PLATFORM does not build it"}},
+		{"a build of no chapter", rows, []string{"chapters/02-b", "examples/workshop/check", "chapters/12-x"}, dockered,
 			[]string{"chapters/12-x: CROSS_PLATFORM builds it, but it is no chapter or program of the table"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, platformProblems(tt.rows, tt.built, programs))
+			assert.Equal(t, tt.want, platformProblems(tt.rows, tt.built, programs, tt.dockered))
 		})
 	}
 }
 
 func TestPlatformTable(t *testing.T) {
 	readme := "# x\n\n" + platformsHeading + "\n\nText.\n\n" + platformsHeader + "\n| --- | --- | --- | --- | --- | --- |\n" +
-		"| [01 entry point](chapters/01-entrypoint/README.md) | yes | no | no | no | nothing |\n" +
+		"| [01 entry point](chapters/01-entrypoint/README.md) | yes | in Docker | in Docker | no | nothing |\n" +
 		"| [the workshop's checker](examples/workshop/check/main.go) | yes | yes | yes | no | minikube |\n\nAfter.\n\n## Next\n"
 	rows, err := platformTable(readme)
 	require.NoError(t, err)
 	assert.Equal(t, []platformRow{
-		{dir: "chapters/01-entrypoint", linux: true},
-		{dir: "examples/workshop/check", linux: true, macOS: true, windows: true},
+		{dir: "chapters/01-entrypoint", linux: true, macOS: inDocker, windows: inDocker},
+		{dir: "examples/workshop/check", linux: true, macOS: native, windows: native},
 	}, rows)
 
 	for name, broken := range map[string]string{

@@ -13,34 +13,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/syncbuf"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/terminal"
 )
-
-// openTerminal opens a pseudo-terminal: the side the rehearsal types into and reads from, and the
-// side the command gets as its terminal.
-func openTerminal() (typist, command *os.File, err error) {
-	typist, err = os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := unix.IoctlSetPointerInt(int(typist.Fd()), unix.TIOCSPTLCK, 0); err != nil { // unlockpt
-		typist.Close()
-		return nil, nil, fmt.Errorf("unlock the terminal: %w", err)
-	}
-	n, err := unix.IoctlGetUint32(int(typist.Fd()), unix.TIOCGPTN) // ptsname
-	if err != nil {
-		typist.Close()
-		return nil, nil, fmt.Errorf("name the terminal: %w", err)
-	}
-	command, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		typist.Close()
-		return nil, nil, err
-	}
-	return typist, command, nil
-}
 
 // converse runs a command whose sample shows a program's prompt (Command.Typed): in a terminal of
 // its own, as an attendee runs it, typing each line the sample shows after the prompt when the
@@ -49,7 +25,7 @@ func openTerminal() (typist, command *os.File, err error) {
 func (r *rehearsal) converse(c Command, timeout time.Duration) (string, error) {
 	t := r.t
 	t.Helper()
-	typist, term, err := openTerminal()
+	typist, term, err := terminal.Open()
 	require.NoError(t, err, "a terminal for %s", c)
 	defer typist.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)

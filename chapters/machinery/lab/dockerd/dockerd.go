@@ -49,6 +49,10 @@ type Options struct {
 	// without TLS ("127.0.0.1:2375"): a DOCKER_HOST of tcp://, as minikube sees a remote engine
 	// or Docker Desktop's. Only processes in that namespace reach it. "": the socket only.
 	TCP string
+	// DNS are the nameservers the containers' resolv.conf names (dockerd's dns); none: this
+	// machine's, which the engine's network does not reach, so that a lookup there waits for its
+	// timeouts (5 s a try) before it fails.
+	DNS []string
 }
 
 // Engine is a running Docker engine.
@@ -144,6 +148,9 @@ func Start(ctx context.Context, opts Options) (*Engine, error) {
 	config["hosts"] = hosts
 	if opts.SocketGroup != "" {
 		config["group"] = opts.SocketGroup
+	}
+	if len(opts.DNS) > 0 {
+		config["dns"] = opts.DNS
 	}
 	if opts.Runtime != "" {
 		config["runtimes"] = map[string]any{"runcshim": map[string]string{"path": opts.Runtime}}

@@ -92,14 +92,35 @@ func CheckRootfsDir(dir string) error {
 	return errors.New("a directory that lab rootfs did not make, and it would remove it to make one: name a new directory (lab rootfs marks its own with " + rootfsMaking + ", then " + rootfsDone + ")")
 }
 
-func rootfsRecipe() string {
-	return Suite + "\n" + strings.Join(rootfsPackages, ",") + "\n" + strings.Join(rootfsChanges, "\n") + "\n"
+// A Recipe makes a root file system: debootstrap's minimal base of Suite with Packages, then
+// each of Changes run in it by /bin/sh. The base image's is kicbase's; the run image's
+// (runimage.go) the Go image's.
+type Recipe struct {
+	// Image names what the root file system is for, in what MakeRootfs prints.
+	Image             string
+	Packages, Changes []string
 }
 
-// RootfsReady says whether dir holds a root file system made with today's recipe.
-func RootfsReady(dir string) bool {
+// kicbaseRecipe is the base image's recipe (read when used: tests change its parts).
+func kicbaseRecipe() Recipe {
+	return Recipe{Image: "the base image", Packages: rootfsPackages, Changes: rootfsChanges}
+}
+
+// text is what a root file system made with r records of it: its marker's content, the key of
+// its copy in the cache.
+func (r Recipe) text() string {
+	return Suite + "\n" + strings.Join(r.Packages, ",") + "\n" + strings.Join(r.Changes, "\n") + "\n"
+}
+
+func rootfsRecipe() string { return kicbaseRecipe().text() }
+
+// RootfsReady says whether dir holds the base image's root file system made with today's recipe.
+func RootfsReady(dir string) bool { return kicbaseRecipe().Ready(dir) }
+
+// Ready says whether dir holds a root file system made with r as it is today.
+func (r Recipe) Ready(dir string) bool {
 	data, err := os.ReadFile(filepath.Join(dir, rootfsDone))
-	return err == nil && string(data) == rootfsRecipe()
+	return err == nil && string(data) == r.text()
 }
 
 // What MakeRootfs runs, and how it tells it may (tests replace them).
@@ -127,26 +148,30 @@ func DefaultRootfsCache() string {
 	return filepath.Join(dir, "kubelet-walkthrough", "rootfs")
 }
 
-// rootfsArchive is the cache's file for a root file system of today's recipe from mirror.
-func rootfsArchive(cache, mirror string) string {
-	sum := sha256.Sum256([]byte(rootfsRecipe() + mirror + "\n"))
+// archive is the cache's file for a root file system of r from mirror.
+func (r Recipe) archive(cache, mirror string) string {
+	sum := sha256.Sum256([]byte(r.text() + mirror + "\n"))
 	return filepath.Join(cache, fmt.Sprintf("%s-%x.tar", Suite, sum[:8]))
 }
 
-// MakeRootfs makes the base image's root file system in dir with debootstrap, unless dir holds
-// one made with the same recipe; from cache (a directory; "" keeps none) when it holds one of
-// the same recipe and mirror younger than RootfsCacheAge, and into cache when it made one.
-// mirror is the Debian mirror ("": the machine's own, see DebianMirror). It needs root and
-// Debian's debootstrap.
+// MakeRootfs makes the base image's root file system in dir (Recipe.Make).
 func MakeRootfs(ctx context.Context, dir, mirror, cache string, log io.Writer) error {
-	if RootfsReady(dir) {
+	return kicbaseRecipe().Make(ctx, dir, mirror, cache, log)
+}
+
+// Make makes r's root file system in dir with debootstrap, unless dir holds one made with the
+// same recipe; from cache (a directory; "" keeps none) when it holds one of the same recipe and
+// mirror younger than RootfsCacheAge, and into cache when it made one. mirror is the Debian
+// mirror ("": the machine's own, see DebianMirror). It needs root and Debian's debootstrap.
+func (r Recipe) Make(ctx context.Context, dir, mirror, cache string, log io.Writer) error {
+	if r.Ready(dir) {
 		return nil
 	}
 	if err := CheckRootfsDir(dir); err != nil {
 		return fmt.Errorf("the root file system's directory %s: %w", dir, err)
 	}
 	if _, err := lookPath("debootstrap"); err != nil {
-		return fmt.Errorf("the base image's root file system is made with debootstrap (apt-get install debootstrap): %w", err)
+		return fmt.Errorf("%s's root file system is made with debootstrap (apt-get install debootstrap): %w", r.Image, err)
 	}
 	if !realRoot() {
 		return fmt.Errorf("debootstrap needs root (the machine's: uid 0 in a user namespace is not)")
@@ -162,40 +187,40 @@ func MakeRootfs(ctx context.Context, dir, mirror, cache string, log io.Writer) e
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, rootfsMaking), []byte(rootfsRecipe()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, rootfsMaking), []byte(r.text()), 0o644); err != nil {
 		return err
 	}
 	start := time.Now()
 	archive := ""
 	if cache != "" {
-		archive = rootfsArchive(cache, mirror)
+		archive = r.archive(cache, mirror)
 	}
 	if info, err := os.Stat(archive); archive != "" && err == nil && time.Since(info.ModTime()) < RootfsCacheAge && ownedByMe(info) {
 		if out, err := runTool(ctx, "tar", "--extract", "--file="+archive, "--numeric-owner", "--preserve-permissions", "--xattrs", "-C", dir); err != nil {
 			return fmt.Errorf("unpacking the root file system from the cache %s (remove it to make one anew): %w: %s", archive, err, lastLines(string(out), 5))
 		}
-		if err := finishRootfs(dir); err != nil {
+		if err := r.finish(dir); err != nil {
 			return err
 		}
 		fmt.Fprintf(log, "Root file system from the cache %s (made %s ago), in %s.\n", archive, time.Since(info.ModTime()).Round(time.Hour), time.Since(start).Round(time.Second))
 		return nil
 	}
 	from := "debootstrap's default mirror"
-	args := []string{"--variant=minbase", "--include=" + strings.Join(rootfsPackages, ","), Suite, dir}
+	args := []string{"--variant=minbase", "--include=" + strings.Join(r.Packages, ","), Suite, dir}
 	if mirror != "" {
 		from, args = mirror, append(args, mirror)
 	}
-	fmt.Fprintf(log, "Making the base image's root file system in %s (debootstrap %s from %s, a minute or two) …\n", dir, Suite, from)
+	fmt.Fprintf(log, "Making %s's root file system in %s (debootstrap %s from %s, a minute or two) …\n", r.Image, dir, Suite, from)
 	out, err := runTool(ctx, "debootstrap", args...)
 	if err != nil {
 		return fmt.Errorf("debootstrap: %w\n%s", err, lastLines(string(out), 20))
 	}
-	for _, change := range rootfsChanges {
+	for _, change := range r.Changes {
 		if out, err := runTool(ctx, "chroot", dir, "/bin/sh", "-c", change); err != nil {
 			return fmt.Errorf("in the root file system, %s: %w: %s", change, err, out)
 		}
 	}
-	if err := finishRootfs(dir); err != nil {
+	if err := r.finish(dir); err != nil {
 		return err
 	}
 	fmt.Fprintf(log, "Root file system made in %s.\n", time.Since(start).Round(time.Second))
@@ -214,9 +239,9 @@ func ownedByMe(info fs.FileInfo) bool {
 	return ok && int(st.Uid) == os.Geteuid()
 }
 
-// finishRootfs marks dir's root file system done.
-func finishRootfs(dir string) error {
-	if err := os.WriteFile(filepath.Join(dir, rootfsDone), []byte(rootfsRecipe()), 0o644); err != nil {
+// finish marks dir's root file system, made with r, done.
+func (r Recipe) finish(dir string) error {
+	if err := os.WriteFile(filepath.Join(dir, rootfsDone), []byte(r.text()), 0o644); err != nil {
 		return err
 	}
 	return os.Remove(filepath.Join(dir, rootfsMaking))
