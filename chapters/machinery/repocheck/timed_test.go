@@ -12,7 +12,7 @@ import (
 )
 
 // TestTimed: make test's stopwatch passes a stage's exit status on, notes each stage whether it
-// passed or not, and its summary lists them with the total.
+// passed or not, with its wall and CPU time, and its summary lists them with the total.
 func TestTimed(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "times")
 	timed := func(args ...string) (string, error) {
@@ -29,9 +29,14 @@ func TestTimed(t *testing.T) {
 	require.ErrorAs(t, err, &exit, "%s", out)
 	assert.Equal(t, 3, exit.ExitCode())
 
+	// Two seconds of a busy shell: its CPU time is counted (bash's times in the script's own shell).
+	out, err = timed("run", "busy", "sh", "-c", `end=$(($(date +%s) + 2)); while [ "$(date +%s)" -lt "$end" ]; do :; done`)
+	require.NoError(t, err, "%s", out)
+
 	out, err = timed("summary")
 	require.NoError(t, err, "%s", out)
 	assert.Regexp(t, `(?m)^  passes +ok +0m0\ds  CPU 0m0\ds$`, out)
 	assert.Regexp(t, `(?m)^  fails +FAILED +0m0\ds  CPU 0m0\ds$`, out)
+	assert.Regexp(t, `(?m)^  busy +ok +0m0[2-4]s  CPU 0m0[1-4]s$`, out)
 	assert.Regexp(t, `(?m)^  total +0m0\ds$`, out)
 }
