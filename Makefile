@@ -15,7 +15,7 @@ GO_LDFLAGS  := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION)
 CHAPTERS    := $(notdir $(wildcard chapters/[0-9][0-9]-*))
 # The race detector's packages: ours with concurrent code, less the real kubelet's, the lab's and
 # the debugger chapter's (.ci/race-packages says why).
-RACE_PKGS    = $(shell .ci/race-packages chapters/04-runkubelet/realkubelet chapters/08-minicluster/minicluster chapters/machinery/lab/labtest examples/workshop/rehearsal chapters/12-debugger)
+RACE_PKGS    = $(shell .ci/race-packages chapters/04-runkubelet/realkubelet chapters/08-minicluster/minicluster chapters/machinery/lab/labtest examples/workshop/rehearsal chapters/13-debugger)
 TEST_FLAGS  ?=
 K8S         ?=
 BENCH       ?= .
@@ -58,7 +58,7 @@ check: ## Check a workshop exercise against your current cluster: make check EX=
 	@$(GO) build -o $(BIN)/check ./examples/workshop/check
 	@$(BIN)/check $(EX) $(ARGS)
 
-##@ Debug (chapter 12: Delve, pinned in chapters/machinery/support/delve)
+##@ Debug (chapter 13: Delve, pinned in chapters/machinery/support/delve)
 
 # Editors attach to DEBUG_ADDR. Delve refuses other users' connections to its port on Linux only; elsewhere
 # it listens on a socket in a directory only you can open; in Docker, Delve's session is your terminal.
@@ -71,8 +71,8 @@ dlv: ## Build .bin/dlv: Delve, from its pinned module chapters/machinery/support
 	@cd chapters/machinery/support/delve && $(GO) build -o $(CURDIR)/$(BIN)/dlv github.com/go-delve/delve/cmd/dlv
 
 .PHONY: debug-chain
-debug-chain: $$(if $$(call in-docker,12-debugger),,dlv) ## Stop the real kubelet at every step of its startup chain in Delve (chapter 12).
-	@$(if $(call in-docker,12-debugger),.ci/in-docker run 12-debugger,$(GO) run ./chapters/12-debugger --dlv $(BIN)/dlv) $(ARGS)
+debug-chain: $$(if $$(call in-docker,13-debugger),,dlv) ## Stop the real kubelet at every step of its startup chain in Delve (chapter 13).
+	@$(if $(call in-docker,13-debugger),.ci/in-docker run 13-debugger,$(GO) run ./chapters/13-debugger --dlv $(BIN)/dlv) $(ARGS)
 
 debug-%: $$(if $$(call in-docker,$$*),,dlv) ## Serve one chapter in a headless Delve on DEBUG_ADDR for an editor to attach: make debug-04-runkubelet ARGS=--once.
 	@test -d chapters/$* || { echo "no chapter $* (have: $(CHAPTERS))"; exit 1; }
@@ -130,8 +130,8 @@ verify: verify-platforms ## Static gates: gofmt, go mod tidy, go vet, pinned sta
 
 # What runs on macOS and Windows too (the one list; TestPlatforms holds README.md's table to it, and
 # .ci/README.md says why the others need Linux).
-CROSS_PLATFORM := chapters/01-entrypoint chapters/02-config chapters/06-static-pods chapters/10-client \
-  chapters/11-node examples/kubelet-pods examples/workshop/check
+CROSS_PLATFORM := chapters/01-entrypoint chapters/02-config chapters/06-static-pods chapters/11-client \
+  chapters/12-node examples/kubelet-pods examples/workshop/check
 CROSS_TARGETS  := darwin/arm64 windows/amd64
 
 verify-platforms: ## Type-check for macOS (darwin/arm64) and Windows (windows/amd64), from source, every chapter that runs there (CROSS_PLATFORM).
@@ -155,7 +155,7 @@ test-race: ## go test -race on our concurrent code (not the packages that start 
 	.ci/clean-tmp $(GO) test -count=1 $(VET) -race -shuffle=on -timeout $(TIMEOUT) -skip '^TestChapterREADMEs$$' $(TEST_FLAGS) $(RACE_PKGS)
 
 test-node-components: ## Build the lab (real minikube, its base image and cache) when this machine can run it (root); say why not otherwise.
-	@.ci/as-root "the lab (chapter 11, the client's node tests, the workshop's rehearsal: a Docker engine in namespaces of its own, debootstrap)" \
+	@.ci/as-root "the lab (chapter 12, the client's node tests, the workshop's rehearsal: a Docker engine in namespaces of its own, debootstrap)" \
 	  $(MAKE) --no-print-directory node-components minikube lab
 
 test-readmes: ## Run every chapter README's commands and compare their output: as this host, as the other cgroup version's host, and with Docker Engine running (.ci/readmes).

@@ -256,7 +256,7 @@ replace (
 	k8s.io/streaming => k8s.io/streaming v0.37.2
 )
 
-// The node of chapter 11 runs these commands, built from this module by `make node-kubernetes` and
+// The node of chapter 12 runs these commands, built from this module by `make node-kubernetes` and
 // `make node-etcd` (so they share the chapters' build cache and versions). Listing them as tools
 // keeps their dependencies in go.sum; `go tool kubectl …` runs one.
 tool (

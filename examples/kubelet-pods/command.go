@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-client/kubeletclient"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/11-client/kubeletclient"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/podtable"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/program"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/examples/kubelet-pods/agent"

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/printers"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-client/kubeletclient"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/11-client/kubeletclient"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/examples/kubelet-pods/agent"
 )
 

@@ -1,4 +1,4 @@
-// kubelet-pods — the production kubelet client on chapter 10's package: doctor, watch, the read
+// kubelet-pods — the production kubelet client on chapter 11's package: doctor, watch, the read
 // endpoints, five output formats. How to run it and what it prints: README.md.
 package main
 

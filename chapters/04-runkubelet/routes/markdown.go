@@ -152,10 +152,10 @@ func (t *Table) Markdown(w io.Writer, lang string) error {
 	}
 	if zh {
 		p("\n## 下一步\n\n- 同步循环与这些服务器背后的 kubelet：[07-syncloop.md](07-syncloop.md)。\n")
-		p("- 客户端应当如何调用这些路径：[10-client.md](10-client.md)。\n- 所有笔记的总览：[README.md](README.md)。\n")
+		p("- 客户端应当如何调用这些路径：[11-client.md](11-client.md)。\n- 所有笔记的总览：[README.md](README.md)。\n")
 	} else {
 		p("\n## Next\n\n- The kubelet behind these servers, its sync loop: [07-syncloop.md](07-syncloop.md).\n")
-		p("- How a client should call these paths: [10-client.md](10-client.md).\n- The map of all notes: [README.md](README.md).\n")
+		p("- How a client should call these paths: [11-client.md](11-client.md).\n- The map of all notes: [README.md](README.md).\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

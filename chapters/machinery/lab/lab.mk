@@ -3,7 +3,7 @@
 
 ##@ Lab: real minikube on a real Docker engine, offline
 
-# Chapter 11 and the workshop's rehearsal run real minikube (built from its module) on a real
+# Chapter 12 and the workshop's rehearsal run real minikube (built from its module) on a real
 # Docker engine (Debian's docker.io) in namespaces of its own: chapters/machinery/lab, whose README says
 # what each part is for. What minikube would download — its base image, the Kubernetes binaries,
 # the images kubeadm and minikube ask for — is made here from pinned sources into .bin/node; no
@@ -167,10 +167,10 @@ node-components: lab ## Every part of the lab: binaries and root filesystems (at
 	  $(MAKE) --no-print-directory node-binaries || rc=$$?; wait $$rootfs || rc=$$?; exit $$rc
 	@$(MAKE) --no-print-directory node-base-image node-cache
 
-# Chapter 11 here: its README's two commands, in a lab.
-run-11-node: node-components minikube lab
-	@LDFLAGS='$(GO_LDFLAGS)' .ci/build-progress ./chapters/11-node $(BIN)/11-node
-	@$(BIN)/lab run --serve -- bash -c 'minikube start --driver=docker --container-runtime=containerd --kubernetes-version=$(K8S_VERSION) --force && $(BIN)/11-node'
+# Chapter 12 here: its README's two commands, in a lab.
+run-12-node: node-components minikube lab
+	@LDFLAGS='$(GO_LDFLAGS)' .ci/build-progress ./chapters/12-node $(BIN)/12-node
+	@$(BIN)/lab run --serve -- bash -c 'minikube start --driver=docker --container-runtime=containerd --kubernetes-version=$(K8S_VERSION) --force && $(BIN)/12-node'
 
 .PHONY: node-clean
 node-clean: ## Remove the lab's binaries, images and minikube's cache (not the root filesystem).

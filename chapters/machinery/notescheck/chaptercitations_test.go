@@ -14,7 +14,7 @@ import (
 )
 
 // A note may cite lines of this repository's own chapter code the way it cites kubernetes:
-// [`func manifestsWritten(ctx context.Context, n Node) (time.Time, error) {`](../chapters/11-node/bootstory/story.go#L201-L220).
+// [`func manifestsWritten(ctx context.Context, n Node) (time.Time, error) {`](../chapters/12-node/bootstory/story.go#L201-L220).
 // The text is one code span naming what the lines hold, and the two rules of citations.go apply
 // unchanged.
 var chapterCitation = regexp.MustCompile("\\[`([^`]+)`\\]\\(((?:\\.\\./)+chapters/[^)#\\s]+)#L(\\d+)(?:-L(\\d+))?\\)")
@@ -78,7 +78,7 @@ func TestChapterCitations(t *testing.T) {
 		}
 	}
 	t.Logf("%d citations of chapter code checked", checked)
-	require.Positive(t, checked, "the notes cite chapter code with line ranges (11-node.md does)")
+	require.Positive(t, checked, "the notes cite chapter code with line ranges (12-node.md does)")
 }
 
 // TestChapterCitationCheckerCatches proves the check on a small Go file: right citations pass,

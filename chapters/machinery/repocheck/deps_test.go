@@ -188,7 +188,7 @@ var forwardImports = map[[2]string]string{
 // liftable are the packages a reader should be able to lift into an agent of their own, and
 // heavy what their code must not import (their tests may: they start real kubelets).
 var (
-	liftable = []string{"chapters/10-client/kubeletclient", "examples/kubelet-pods/agent"}
+	liftable = []string{"chapters/11-client/kubeletclient", "examples/kubelet-pods/agent"}
 	heavy    = []string{"k8s.io/kubernetes/", "/realkubelet", "/toykubelet", "/minicluster"}
 )
 
@@ -266,19 +266,19 @@ func TestImportProblems(t *testing.T) {
 	}{
 		{"earlier chapter and support", m + "chapters/08-minicluster/minicluster", []string{m + "chapters/04-runkubelet/realkubelet", m + "chapters/machinery/support/pki", "k8s.io/api/core/v1"}, nil, 0},
 		{"later chapter", m + "chapters/04-runkubelet", []string{m + "chapters/08-minicluster/minicluster"}, nil, 1},
-		{"support imports a chapter", m + "chapters/machinery/support/podtable", []string{m + "chapters/10-client/kubeletclient"}, nil, 1},
-		{"the lab imports a chapter", m + "chapters/machinery/lab/labtest", []string{m + "chapters/11-node/bootstory"}, nil, 1},
-		{"a test uses the lab", m + "chapters/11-node/bootstory", nil, []string{m + "chapters/machinery/lab/labtest"}, 0},
+		{"support imports a chapter", m + "chapters/machinery/support/podtable", []string{m + "chapters/11-client/kubeletclient"}, nil, 1},
+		{"the lab imports a chapter", m + "chapters/machinery/lab/labtest", []string{m + "chapters/12-node/bootstory"}, nil, 1},
+		{"a test uses the lab", m + "chapters/12-node/bootstory", nil, []string{m + "chapters/machinery/lab/labtest"}, 0},
 		{"a test uses testsupport", m + "chapters/05-bootstrap", nil, []string{m + "chapters/machinery/testsupport/benchratio"}, 0},
-		{"a chapter's code uses the lab", m + "chapters/11-node", []string{m + "chapters/machinery/lab/labtest"}, nil, 1},
+		{"a chapter's code uses the lab", m + "chapters/12-node", []string{m + "chapters/machinery/lab/labtest"}, nil, 1},
 		{"a chapter's code uses testsupport", m + "chapters/07-syncloop/podjourney", []string{m + "chapters/machinery/testsupport/journeynote"}, nil, 1},
 		{"a later chapter in a test", m + "chapters/04-runkubelet", nil, []string{m + "chapters/08-minicluster/minicluster"}, 1},
-		{"examples may use any chapter", m + "examples/workshop/checks", []string{m + "chapters/10-client/kubeletclient"}, nil, 0},
-		{"the client package imports kubelet code", m + "chapters/10-client/kubeletclient", []string{"k8s.io/client-go/rest", "k8s.io/kubernetes/pkg/kubelet/server"}, nil, 1},
-		{"the client package imports the real kubelet", m + "chapters/10-client/kubeletclient", []string{m + "chapters/04-runkubelet/realkubelet"}, nil, 1},
-		{"the client package's tests start kubelets", m + "chapters/10-client/kubeletclient", []string{"k8s.io/client-go/rest"}, []string{m + "chapters/04-runkubelet/realkubelet"}, 0},
+		{"examples may use any chapter", m + "examples/workshop/checks", []string{m + "chapters/11-client/kubeletclient"}, nil, 0},
+		{"the client package imports kubelet code", m + "chapters/11-client/kubeletclient", []string{"k8s.io/client-go/rest", "k8s.io/kubernetes/pkg/kubelet/server"}, nil, 1},
+		{"the client package imports the real kubelet", m + "chapters/11-client/kubeletclient", []string{m + "chapters/04-runkubelet/realkubelet"}, nil, 1},
+		{"the client package's tests start kubelets", m + "chapters/11-client/kubeletclient", []string{"k8s.io/client-go/rest"}, []string{m + "chapters/04-runkubelet/realkubelet"}, 0},
 		{"the tool may import what it needs", m + "examples/kubelet-pods", []string{"k8s.io/kubernetes/pkg/printers"}, nil, 0},
-		{"the tool's library imports kubelet code", m + "examples/kubelet-pods/agent", []string{m + "chapters/10-client/kubeletclient", "k8s.io/kubernetes/pkg/kubelet"}, nil, 1},
+		{"the tool's library imports kubelet code", m + "examples/kubelet-pods/agent", []string{m + "chapters/11-client/kubeletclient", "k8s.io/kubernetes/pkg/kubelet"}, nil, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

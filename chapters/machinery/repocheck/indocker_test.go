@@ -122,8 +122,8 @@ func TestMakeRunSaysWhatToInstall(t *testing.T) {
 			"make runs chapter 04-runkubelet in a Linux container here (Darwin): install Docker (Docker Desktop, OrbStack, colima or Rancher Desktop); no docker on PATH"},
 		{"a Mac whose Docker is not running", machine{uname: "Darwin", id: "501:20", docker: true}, []string{"FAKE_DOCKER=down"}, "run-08-minicluster",
 			"make runs chapter 08-minicluster in a Linux container here (Darwin): Docker is installed but its engine does not answer — start Docker Desktop (or colima start, …)"},
-		{"Windows without Docker", machine{uname: "MINGW64_NT-10.0-22631", id: "197609:197121"}, nil, "run-12-debugger",
-			"make runs chapter 12-debugger in a Linux container here (MINGW64_NT-10.0-22631): install Docker (Docker Desktop, OrbStack, colima or Rancher Desktop); no docker on PATH"},
+		{"Windows without Docker", machine{uname: "MINGW64_NT-10.0-22631", id: "197609:197121"}, nil, "run-13-debugger",
+			"make runs chapter 13-debugger in a Linux container here (MINGW64_NT-10.0-22631): install Docker (Docker Desktop, OrbStack, colima or Rancher Desktop); no docker on PATH"},
 		{"Linux, in Docker by choice", machine{uname: "Linux", id: "1000:1000"}, []string{"RUN_IN=docker"}, "run",
 			"make runs chapter 04-runkubelet in a Linux container here (Linux): install Docker (Docker Desktop, OrbStack, colima or Rancher Desktop); no docker on PATH"},
 		{"a Mac without Go, a chapter that runs there", machine{uname: "Darwin", id: "501:20", docker: true}, nil, "run-01-entrypoint",
@@ -189,7 +189,7 @@ func TestMakeRunInDockerGivesWhatEachChapterNeeds(t *testing.T) {
 		{"08 as root", machine{uname: "Darwin", id: "0:0", docker: true}, "run-08-minicluster", nil, []string{"6443"}, []string{"NET_ADMIN", "SYS_ADMIN"}, []string{"--apiserver-port=6443", kubeconfig}},
 		{"09's probes", mac, "run-09-probes", nil, nil, nil, nil},
 		{"09's node", mac, "run-09-probes", []string{"ARGS=node"}, nil, []string{"SYS_ADMIN"}, []string{"node"}},
-		{"12 in Delve", mac, "run-12-debugger", nil, nil, nil, nil},
+		{"12 in Delve", mac, "run-13-debugger", nil, nil, nil, nil},
 		{"12 as debug-chain", mac, "debug-chain", nil, nil, nil, nil},
 		{"Linux, by choice", machine{uname: "Linux", id: "1000:1000", docker: true}, "run-03-run", []string{"RUN_IN=docker"}, nil, nil, nil},
 	}
@@ -225,7 +225,7 @@ func TestMakeRunInDockerGivesWhatEachChapterNeeds(t *testing.T) {
 			case "run":
 				chapter = "04-runkubelet"
 			case "debug-chain":
-				chapter = "12-debugger"
+				chapter = "13-debugger"
 			}
 			ports := ""
 			for i := len(tt.publish) - 1; i >= 0; i-- {

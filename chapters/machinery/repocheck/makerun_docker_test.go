@@ -39,7 +39,7 @@ const dockerTier = "Docker (a real engine in namespaces of the test's own)"
 // Chapter 04's /pods answers on the port the chapter prints, published by the engine (asked from
 // the engine's network namespace, as a laptop's processes share the network where Docker publishes);
 // chapter 08's cluster runs in its private network namespace and answers, through its published
-// port, with the kubeconfig it wrote into the checkout; chapter 12's Delve stops at each step of the
+// port, with the kubeconfig it wrote into the checkout; chapter 13's Delve stops at each step of the
 // chain, and `make debug-NN-name`'s Delve at a breakpoint typed at its prompt; Ctrl-C stops each,
 // and no container is left. Go's caches are this machine's, mounted at their own paths, and nothing
 // is downloaded (GOPROXY=off): the engine's network reaches nothing else.
@@ -84,7 +84,7 @@ func TestMakeRunInDocker(t *testing.T) {
 	require.NoError(t, err)
 	docker("image", "inspect", strings.TrimSpace(string(image))) // make run-image names it as .ci/in-docker does
 	t.Logf("engine started and run image loaded in %s", time.Since(start).Round(100*time.Millisecond))
-	// Chapter 12 builds Delve from its pinned module: its modules in this machine's cache.
+	// Chapter 13 builds Delve from its pinned module: its modules in this machine's cache.
 	delve := exec.Command("go", "list", "-deps", "github.com/go-delve/delve/cmd/dlv")
 	delve.Dir = filepath.Join(root, "chapters", "machinery", "support", "delve")
 	out, err := delve.CombinedOutput()
@@ -188,8 +188,8 @@ func TestMakeRunInDocker(t *testing.T) {
 		noneLeft(t)
 	})
 
-	t.Run("12 in Delve", func(t *testing.T) {
-		s := startInTerminal(t, root, env, "run-12-debugger", "RUN_IN=docker")
+	t.Run("13 in Delve", func(t *testing.T) {
+		s := startInTerminal(t, root, env, "run-13-debugger", "RUN_IN=docker")
 		require.NoError(t, s.wait(10*time.Minute), "%s", s.output())
 		assert.GreaterOrEqual(t, strings.Count(s.output(), "    stopped at "), 9, "Delve stops at each step of the chain:\n%s", s.output())
 		assert.Contains(t, s.output(), " 9. kubelet.(*Kubelet).Run")

@@ -51,7 +51,7 @@ func TestMain(m *testing.M) {
 		}
 	}
 	if _, inside := netns.Inside(); !inside {
-		// The repository's module, and Delve's (chapter 12 builds Delve from it).
+		// The repository's module, and Delve's (chapter 13 builds Delve from it).
 		for _, dir := range []string{"..", "machinery/support/delve"} {
 			download := exec.Command("go", "mod", "download")
 			download.Dir = dir
@@ -314,7 +314,7 @@ var normalizers = []normalizer{
 		return storageProvisionerRestarts.ReplaceAllString(m, "${1}RESTARTS")
 	}},
 	// On a busy machine a control-plane pod may restart once (a kube-controller-manager that could
-	// not renew its lease in time exits): 0 or "1 (117s ago)" (chapter 11's README says so).
+	// not renew its lease in time exits): 0 or "1 (117s ago)" (chapter 12's README says so).
 	{"a kube-system pod's one restart", oneRestart, func(m string) string {
 		return oneRestart.ReplaceAllString(m, "${1}RESTARTS$2")
 	}},
@@ -363,7 +363,7 @@ func newBuilds(t *testing.T) *builds {
 	return &builds{dir: dir, bins: map[string]*built{}}
 }
 
-// build builds program, a path from the repository's root (chapters/10-client, examples/kubelet-pods).
+// build builds program, a path from the repository's root (chapters/11-client, examples/kubelet-pods).
 func (b *builds) build(program string) (string, error) {
 	b.mu.Lock()
 	p, ok := b.bins[program]
@@ -504,7 +504,7 @@ func TestAfterStopped(t *testing.T) {
 
 // programREADMEs are the READMEs of the programs under examples/ whose samples are checked as
 // the chapters' are, from the chapters directory: the production client's, on chapter 08's
-// cluster as chapter 10's README.
+// cluster as chapter 11's README.
 var programREADMEs = []string{"../examples/kubelet-pods/README.md"}
 
 // readmes are the READMEs TestChapterREADMEs runs: every chapter's, and programREADMEs.
@@ -522,7 +522,7 @@ func readmes(t *testing.T) []string {
 // TestChapterREADMEs runs every `go run ./chapters/...` and `go run ./examples/...` command of
 // every chapter README and of programREADMEs, as built binaries from the repository root, and
 // compares the output with the README's sample; its subtests are named after the README's
-// directory (10-client, kubelet-pods). `make update-golden` (go test -run TestChapterREADMEs
+// directory (11-client, kubelet-pods). `make update-golden` (go test -run TestChapterREADMEs
 // ./chapters/ -update) rewrites the samples this kind of host shows.
 func TestChapterREADMEs(t *testing.T) {
 	b := newBuilds(t)

@@ -43,7 +43,7 @@ func TestReadmesScript(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
-	legs := 1 // this host's (chapters 09 and 11); root simulates the other two
+	legs := 1 // this host's (chapters 09 and 12); root simulates the other two
 	if os.Geteuid() == 0 {
 		legs = 3
 	}
@@ -55,7 +55,7 @@ func TestReadmesScript(t *testing.T) {
 		failed  string // the leg named as failed
 	}{
 		{name: "every leg passes", ok: true},
-		{name: "the waiting leg fails", failRun: "11-node|09-probes", failed: "chapters 09 and 11, as this host"},
+		{name: "the waiting leg fails", failRun: "12-node|09-probes", failed: "chapters 09 and 12, as this host"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			out, err := readmes(tt.failRun)

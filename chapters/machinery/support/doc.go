@@ -1,7 +1,7 @@
 // Package support is not a lesson: its sub-packages hold what several chapters use at run time
 // but none of them teaches. Each imports no chapter.
 //
-//   - podtable: pods printed as `kubectl get pods` lays them out (chapters 04, 05, 08, 10);
+//   - podtable: pods printed as `kubectl get pods` lays them out (chapters 04, 05, 08, 11);
 //   - kubeletlog: klog, the kubelet's process-wide logger, pointed at a file or a terminal, and
 //     what a program does when the kubelet ends it with os.Exit(1) (AtExit, LastWords);
 //   - program: a command run as kubectl reports errors ("error: …", exit 1);

@@ -3,7 +3,7 @@
 //
 //   - tier: a test that cannot run here skips saying why, or fails under CI=true;
 //   - reviewserver: a TokenReview and SubjectAccessReview server, for kubelets with webhook auth;
-//   - fakecluster: a fake apiserver and fake kubelets that record what reaches them (chapter 10);
+//   - fakecluster: a fake apiserver and fake kubelets that record what reaches them (chapter 11);
 //   - journeynote: chapter 07's printed journey held to the steps notes/07-syncloop.md teaches;
 //   - benchratio: side-by-side benchmarks' ratios, and the `make bench` summary (benchsummary);
 //   - syncbuf: a buffer a running command writes while a test reads it;

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-client/kubeletclient"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/11-client/kubeletclient"
 )
 
 // AllNodes lists the nodes — one LIST, or none once c.WatchNodes runs — and asks each node's

@@ -1,4 +1,4 @@
-// Package agent is what the production client, kubelet-pods, adds to chapter 10's kubeletclient:
+// Package agent is what the production client, kubelet-pods, adds to chapter 11's kubeletclient:
 // each failed request explained — what went wrong, whose identity was refused, what to grant
 // (only what examples/rbac really grants), which CSR to approve (Explain); every node asked at
 // once (AllNodes); and doctor, the way to a kubelet checked step by step (Doctor). Like
@@ -22,7 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-client/kubeletclient"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/11-client/kubeletclient"
 )
 
 // Kind sorts failures by what the reader has to do about them.

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/remotecommand"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-client/kubeletclient"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/11-client/kubeletclient"
 )
 
 type execOptions struct {
@@ -114,7 +114,7 @@ func (o *execOptions) run(ctx context.Context) error {
 }
 
 // kubelet is the configuration that reaches the node's kubelet with the identity's token, and the
-// kubelet's URL: the Node read with the kubeconfig, its certificate verified as chapter 10 does.
+// kubelet's URL: the Node read with the kubeconfig, its certificate verified as chapter 11 does.
 func (o *execOptions) kubelet(ctx context.Context, apiserver *rest.Config) (*rest.Config, string, error) {
 	client, err := kubeletclient.New(apiserver, kubeletclient.Options{Via: kubeletclient.ViaKubelet, Auth: kubeletclient.AuthToken,
 		TokenFile: o.tokenFile, KubeletCAFile: o.kubeletCAFile, TLSServerName: o.tlsServerName,

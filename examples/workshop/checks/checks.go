@@ -1,5 +1,5 @@
 // Package checks holds the workshop's checkers: each inspects the cluster of the current
-// kubeconfig context (minikube for attendees, chapter 11's node in the rehearsal) and the
+// kubeconfig context (minikube for attendees, chapter 12's node in the rehearsal) and the
 // attendee's answers, and says PASS or what is missing — and where to look.
 //
 // A checker passes only on evidence that doing the exercise leaves: objects, events and log lines
@@ -28,7 +28,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-client/kubeletclient"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/11-client/kubeletclient"
 )
 
 // Env is what a check may look at.
@@ -117,7 +117,7 @@ func (e Exercise) Coding() bool { return e.Offline && e.Answers == "" }
 // Exercises lists them in order: the node's static pods and the kubelet as a service first,
 // then the kubelet's API from outside (address, certificate, token, proxy, an agent in the
 // cluster), then two coding exercises on the toy kubelet, then chapter 09 on minikube: a pod
-// that runs but is not Ready, and a node whose runtime stops; then chapter 12's Delve on the real
+// that runs but is not Ready, and a node whose runtime stops; then chapter 13's Delve on the real
 // kubelet, on the attendee's own machine: a static pod's worker; last, back on the cluster, what
 // get nodes/proxy grants: a command run in a pod, both ways.
 var Exercises = []Exercise{

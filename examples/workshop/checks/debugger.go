@@ -20,7 +20,7 @@ import (
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/07-syncloop/gosource"
 )
 
-// Exercise 16: chapter 12's Delve on chapter 07's sync loop — which goroutine starts a static
+// Exercise 16: chapter 13's Delve on chapter 07's sync loop — which goroutine starts a static
 // pod's worker, and what woke it. The checker asks the running kubelet, through Delve, what the
 // attendee asked it: it builds chapter 04's program (the real kubelet, in-process), runs it under
 // a headless Delve on the exercise's one static pod, stops where the attendee stopped, and compares

@@ -1,6 +1,6 @@
 // Package rehearsal rehearses the workshop literally: it reads every command block of the
 // workshop's Markdown (README.md, INSTRUCTOR.md, each exercise's README.md) and runs each command
-// as written, with bash, against chapter 11's minikube-shaped node through the repository's
+// as written, with bash, against chapter 12's minikube-shaped node through the repository's
 // `minikube` command; README.md in this directory has the rules. This file reads the blocks and
 // matches what a command printed against the sample output the Markdown shows; rehearsal_test.go
 // runs them.

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/08-minicluster/minicluster"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-client/kubeletclient"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/11-client/kubeletclient"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/netns"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/repo"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/satoken"

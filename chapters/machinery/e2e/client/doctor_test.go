@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-client/kubeletclient"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/11-client/kubeletclient"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/netns"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/pki"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/examples/kubelet-pods/agent"

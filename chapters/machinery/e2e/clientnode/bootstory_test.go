@@ -8,10 +8,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/11-node/bootstory"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/12-node/bootstory"
 )
 
-// Chapter 11's bootstrap story of this package's node, in the order the story tells it: the
+// Chapter 12's bootstrap story of this package's node, in the order the story tells it: the
 // kubelet runs before any apiserver answers, starts the control plane's containers, registers
 // with the apiserver it started, and mirrors its static pods. The story is read once, when the
 // cluster has just started (prepare), before any test here restarts its kubelet.
@@ -43,7 +43,7 @@ func TestBootstrapOrder(t *testing.T) {
 	before(bootstory.KubeletRuns, bootstory.FinalRestart, "kubelet-finalize comes last")
 }
 
-// What chapter 11 tells a reader without a running profile.
+// What chapter 12 tells a reader without a running profile.
 func TestLookUpWithoutProfile(t *testing.T) {
 	f := nodeFixture(t)
 	m := bootstory.Minikube{Binary: "minikube", Profile: "no-such-profile", Command: f.cluster.Command}
@@ -52,7 +52,7 @@ func TestLookUpWithoutProfile(t *testing.T) {
 	assert.ErrorContains(t, err, "start one with `minikube start --driver=docker --container-runtime=containerd`")
 }
 
-// readBootStory reads chapter 11's story of the cluster's start, as the chapter does.
+// readBootStory reads chapter 12's story of the cluster's start, as the chapter does.
 func readBootStory(ctx context.Context, f *fixture) {
 	m := bootstory.Minikube{Binary: "minikube", Profile: "minikube", Command: f.cluster.Command}
 	f.bootProfile, f.bootErr = m.LookUp(ctx)

@@ -1,6 +1,6 @@
-// Package clientnode proves the production client (examples/kubelet-pods, on chapter 10's
+// Package clientnode proves the production client (examples/kubelet-pods, on chapter 11's
 // package) against a kubelet that kubeadm configured: a real minikube node, started once for the package in the lab (chapters/machinery/lab: real minikube on a real
-// Docker engine). Chapter 11's boot story is read from the same node, before any test restarts
+// Docker engine). Chapter 12's boot story is read from the same node, before any test restarts
 // its kubelet (bootstory_test.go): one cluster for both, not one each. There the kubelet's serving certificate is the one it signs for itself at start
 // (hostname only, no IP), its authentication and authorization are kubeadm's webhooks
 // (TokenReview and SubjectAccessReview answered by the apiserver's real RBAC), and the apiserver
@@ -28,7 +28,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/11-node/bootstory"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/12-node/bootstory"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/lab/labtest"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/repo"
 )
@@ -53,7 +53,7 @@ type fixture struct {
 	// noSecrets is an empty directory given as the pod's ServiceAccount directory, so that no
 	// run reads this machine's /var/run/secrets.
 	noSecrets string
-	// bootProfile and bootStory are chapter 11's account of the node's start, read before any
+	// bootProfile and bootStory are chapter 12's account of the node's start, read before any
 	// test restarts its kubelet (bootstory_test.go); bootErr is why they could not be.
 	bootProfile bootstory.Profile
 	bootStory   *bootstory.Story

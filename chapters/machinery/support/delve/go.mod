@@ -1,6 +1,6 @@
-// Delve, the debugger chapter 12 and `make debug` run, in a module of its own (as minikube and
+// Delve, the debugger chapter 13 and `make debug` run, in a module of its own (as minikube and
 // BuildKit in chapters/machinery/lab): it builds with its own dependencies, not the chapters'. The
-// Makefile builds it into .bin/dlv; chapter 12's client (github.com/go-delve/delve/service/rpc2
+// Makefile builds it into .bin/dlv; chapter 13's client (github.com/go-delve/delve/service/rpc2
 // in the main go.mod) is held to the same version by a test.
 module github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/delve
 

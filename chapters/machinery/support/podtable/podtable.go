@@ -3,7 +3,7 @@
 //
 // Its READY, STATUS and RESTARTS are a copy of the apiserver's own pod printer (printPod in
 // k8s.io/kubernetes/pkg/printers/internalversion), not a call to it, because of who prints with
-// it: chapter 10 and the production client (examples/kubelet-pods) import no kubelet code, and
+// it: chapter 11 and the production client (examples/kubelet-pods) import no kubelet code, and
 // printPod would bring k8s.io/kubernetes's internal API groups into the client's build (434
 // packages outside the standard library today, 551 with the printer; go list -deps). Chapters
 // 04, 05 and 08 link the kubelet anyway and could call printPod, on the internal types after a

@@ -1,6 +1,6 @@
 // Package relay joins TCP connections: what a program uses to publish, on this machine's
 // loopback, an apiserver that lives in a network namespace of its own (chapter 08's through a
-// unix socket, chapter 11's node at its own address), as minikube's Docker driver publishes
+// unix socket, chapter 12's node at its own address), as minikube's Docker driver publishes
 // 8443 on macOS. TLS passes through untouched.
 package relay
 

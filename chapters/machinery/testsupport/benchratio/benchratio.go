@@ -11,7 +11,7 @@
 // (chapters/machinery/repocheck) fails a side-by-side benchmark without one.
 //
 // A ratio divides a measurement by a measurement of the same run, never by a constant. Chapter
-// 11's old BenchmarkNodeStart (removed with the chapter's node package, then chapters/09-node/node) reported x-minikube-speed as
+// 12's old BenchmarkNodeStart (removed with the chapter's node package, then chapters/09-node/node) reported x-minikube-speed as
 // a constant 60 s — minikube's "about a minute" on a laptop, a figure from its documentation and
 // issue 11, not measured here — over the node's measured start: a number that moved with one
 // side only, on a machine that never ran the other. A figure from elsewhere belongs beside the

@@ -1,4 +1,4 @@
-// Package fakecluster is test support for chapter 10: a fake apiserver and fake kubelets on
+// Package fakecluster is test support for chapter 11: a fake apiserver and fake kubelets on
 // loopback that record what actually reaches them — each request's Authorization header and
 // TLS client certificate — so that tests of the client check the wire, not the code path.
 //

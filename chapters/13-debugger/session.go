@@ -39,7 +39,7 @@ var chain = []step{
 }
 
 // chainPackage is the program the session debugs.
-const chainPackage = "github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/12-debugger/chain"
+const chainPackage = "github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/13-debugger/chain"
 
 // paths shortens the file names Delve reports: the module cache's and Go's own are printed
 // from the module (Kubernetes' without its module), this repository's from its root.
@@ -121,7 +121,7 @@ func (o *debugOptions) run(ctx context.Context) error {
 	if o.gcflags != "" {
 		kind = "-gcflags=" + o.gcflags
 	}
-	fmt.Fprintf(o.out, "Delve %s stops chapters/12-debugger/chain (the kubelet's main, %s)\n"+
+	fmt.Fprintf(o.out, "Delve %s stops chapters/13-debugger/chain (the kubelet's main, %s)\n"+
 		"at each step of the chain. Files without a module are k8s.io/kubernetes@%s's.\n\n", delveVersion, kind, kubernetesVersion)
 
 	work := filepath.Join(dir, "chain")

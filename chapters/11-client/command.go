@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-client/kubeletclient"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/11-client/kubeletclient"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/podtable"
 )
 
@@ -28,7 +28,7 @@ type clientOptions struct {
 func NewClientCommand(ctx context.Context) *cobra.Command {
 	o := &clientOptions{}
 	cmd := &cobra.Command{
-		Use:   "10-client --node NAME [--via auto|podsapi|kubelet|apiserver]",
+		Use:   "11-client --node NAME [--via auto|podsapi|kubelet|apiserver]",
 		Short: "Read one node's pods from its kubelet: its Pods API socket, or discovery, a ServiceAccount token, verified TLS, GET /pods",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -1,8 +1,8 @@
-// Command kubelet-chain is the program chapter 12 stops in Delve: the kubelet binary's own main
+// Command kubelet-chain is the program chapter 13 stops in Delve: the kubelet binary's own main
 // (cmd/kubelet/kubelet.go) with its arguments chosen so that the real chain — NewKubeletCommand,
 // the command's RunE, Run, run, RunKubelet, createAndInitKubelet, NewMainKubelet, startKubelet,
 // (*Kubelet).Run — runs as a normal user, with no container runtime and nothing listening on a
-// port. It is not meant to run alone: `go run ./chapters/12-debugger` builds it, starts it under
+// port. It is not meant to run alone: `go run ./chapters/13-debugger` builds it, starts it under
 // Delve and steps it (README.md).
 //
 // One of run's steps cannot run unprivileged: cm.NewContainerManager wants
@@ -58,7 +58,7 @@ func NewChainCommand(ctx context.Context) *cobra.Command {
 	command.SetArgs(KubeletArgs(dir))
 	command.PreRunE = func(*cobra.Command, []string) error {
 		if dir == "" {
-			return fmt.Errorf("usage: kubelet-chain DIR (go run ./chapters/12-debugger runs it under Delve)")
+			return fmt.Errorf("usage: kubelet-chain DIR (go run ./chapters/13-debugger runs it under Delve)")
 		}
 		if err := underDebugger(); err != nil {
 			return err
@@ -138,12 +138,12 @@ var ReplacementsFunc = runtime.FuncForPC(reflect.ValueOf(hollowReplacements).Poi
 func underDebugger() error {
 	status, err := os.ReadFile("/proc/self/status")
 	if err != nil {
-		return fmt.Errorf("kubelet-chain runs on Linux, under Delve (go run ./chapters/12-debugger): %w", err)
+		return fmt.Errorf("kubelet-chain runs on Linux, under Delve (go run ./chapters/13-debugger): %w", err)
 	}
 	for line := range strings.SplitSeq(string(status), "\n") {
 		if pid, ok := strings.CutPrefix(line, "TracerPid:"); ok && strings.TrimSpace(pid) != "0" {
 			return nil
 		}
 	}
-	return fmt.Errorf("kubelet-chain runs under Delve, which calls %s at run's first line: go run ./chapters/12-debugger", ReplacementsFunc)
+	return fmt.Errorf("kubelet-chain runs under Delve, which calls %s at run's first line: go run ./chapters/13-debugger", ReplacementsFunc)
 }

@@ -1,9 +1,9 @@
-// Chapter 12 — the chain in Delve: the real kubelet stopped at every step. How to run it and what
-// it prints: README.md; the kubelet source behind it: notes/12-debugger.md.
+// Chapter 13 — the chain in Delve: the real kubelet stopped at every step. How to run it and what
+// it prints: README.md; the kubelet source behind it: notes/13-debugger.md.
 //
 // Run it:
 //
-//	go run ./chapters/12-debugger
+//	go run ./chapters/13-debugger
 package main
 
 import (

@@ -1,9 +1,9 @@
-// Chapter 10 — a client for the kubelet's API, the way production agents should call it. How to run
-// it and what it prints: README.md; the kubelet source behind it: notes/10-client.md.
+// Chapter 11 — a client for the kubelet's API, the way production agents should call it. How to run
+// it and what it prints: README.md; the kubelet source behind it: notes/11-client.md.
 //
 // Run it (a cluster in your kubeconfig, and examples/rbac applied):
 //
-//	go run ./chapters/10-client --node minikube
+//	go run ./chapters/11-client --node minikube
 package main
 
 import (

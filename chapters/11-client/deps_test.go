@@ -36,5 +36,5 @@ func TestKubeletclientDependencies(t *testing.T) {
 	require.NotNil(t, m, "README.md records the count: \"`kubeletclient` depends on **N** packages outside the standard library\"")
 	recorded, err := strconv.Atoi(string(m[1]))
 	require.NoError(t, err)
-	assert.Equal(t, recorded, len(deps), "update the figure in README.md (go list -deps ./chapters/10-client/kubeletclient, non-standard packages)")
+	assert.Equal(t, recorded, len(deps), "update the figure in README.md (go list -deps ./chapters/11-client/kubeletclient, non-standard packages)")
 }

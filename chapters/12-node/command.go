@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/11-node/bootstory"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/12-node/bootstory"
 )
 
 // nodeOptions are the chapter's flags.
@@ -24,7 +24,7 @@ type nodeOptions struct {
 func NewNodeCommand(ctx context.Context) *cobra.Command {
 	o := &nodeOptions{}
 	cmd := &cobra.Command{
-		Use:   "11-node",
+		Use:   "12-node",
 		Short: "Tell, from a running minikube node's own evidence, how its kubelet started its control plane",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	podsv1alpha1 "k8s.io/kubelet/pkg/apis/pods/v1alpha1"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/10-client/kubeletclient"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/11-client/kubeletclient"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/fakecluster"
 )
 

@@ -1,9 +1,9 @@
-// Chapter 11 — a real node: the kubelet starts its own control plane. How to run it and what it
-// prints: README.md; the kubelet source behind it: notes/11-node.md.
+// Chapter 12 — a real node: the kubelet starts its own control plane. How to run it and what it
+// prints: README.md; the kubelet source behind it: notes/12-node.md.
 //
 // Run it:
 //
-//	go run ./chapters/11-node
+//	go run ./chapters/12-node
 package main
 
 import (

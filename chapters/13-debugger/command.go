@@ -27,7 +27,7 @@ type debugOptions struct {
 func NewDebuggerCommand(ctx context.Context) *cobra.Command {
 	o := &debugOptions{}
 	cmd := &cobra.Command{
-		Use:   "12-debugger",
+		Use:   "13-debugger",
 		Short: "Stop the real kubelet at every step of its startup chain in Delve",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
