@@ -293,6 +293,12 @@ func (k *Kubelet) dependencies(ctx context.Context, opts Options, flags *options
 	return deps, nil
 }
 
+// FakeRuntime is the fake CRI runtime the kubelet talks to over its gRPC socket: the server
+// side, whose containers a chapter may change as a container would change on its own (chapter
+// 10's exit a second after they start). The kubelet sees such a change through the CRI, at its
+// next relist.
+func (k *Kubelet) FakeRuntime() *fakeremote.RemoteRuntime { return k.runtime }
+
 // ErrInterrupted is Start's error when its context ended (Ctrl-C) before the kubelet served.
 var ErrInterrupted = errors.New("interrupted before the kubelet was serving")
 

@@ -74,6 +74,12 @@ type Options struct {
 	// Dependencies, when set, may change each kubelet's dependencies last, before it starts
 	// (realkubelet.Options.Dependencies): chapter 09 wraps the CRI runtime service this way.
 	Dependencies func(node string, deps *kubelet.Dependencies)
+	// Configure, when set, may change each kubelet's flags and configuration last, after the
+	// cluster's own settings (realkubelet.Options.Configure): chapter 10 sets evictionHard this way.
+	Configure func(node string, flags *options.KubeletFlags, config *kubeletconfig.KubeletConfiguration)
+	// KubeletPort is the kubelets' HTTPS port; 0 picks a free one for each. A port asked for
+	// serves one node only: the kubelets share NodeIP.
+	KubeletPort int
 }
 
 // Node is one node of the cluster: a real kubelet with its own name and port.
@@ -119,6 +125,9 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}
 	if err := checkNodeIP(opts.NodeIP); err != nil {
 		return nil, err
+	}
+	if opts.KubeletPort != 0 && len(opts.NodeNames) > 1 {
+		return nil, fmt.Errorf("kubelet port %d: one port serves one node, and there are %d", opts.KubeletPort, len(opts.NodeNames))
 	}
 	c := &Cluster{opts: opts, Dir: opts.Dir, tb: &programTB{}}
 	if c.Dir == "" {
@@ -379,13 +388,16 @@ func (c *Cluster) startNode(ctx context.Context, name string, issue issueFunc) (
 	node.Kubelet, err = realkubelet.Start(ctx, realkubelet.Options{
 		NodeName: name, NodeIP: c.opts.NodeIP, Address: c.opts.NodeIP,
 		StaticPodPath: c.opts.StaticPodPath, FileCheckFrequency: c.opts.FileCheckFrequency,
-		ReadOnlyPort: -1, TLSCertFile: servingCert, TLSKeyFile: servingKey,
+		ReadOnlyPort: -1, SecurePort: c.opts.KubeletPort, TLSCertFile: servingCert, TLSKeyFile: servingKey,
 		ClientCAFile: c.CAFile, Webhook: true,
 		KubeClient: kubeClient, HeartbeatClient: heartbeatClient,
-		Configure: func(_ *options.KubeletFlags, config *kubeletconfig.KubeletConfiguration) {
+		Configure: func(flags *options.KubeletFlags, config *kubeletconfig.KubeletConfiguration) {
 			// A denial is cached 30 s by default; a workshop that grants RBAC and tries again
 			// should not wait that long.
 			config.Authorization.Webhook.CacheUnauthorizedTTL.Duration = time.Second
+			if c.opts.Configure != nil {
+				c.opts.Configure(name, flags, config)
+			}
 		},
 		Dependencies: func(deps *kubelet.Dependencies) {
 			if c.opts.Dependencies != nil {

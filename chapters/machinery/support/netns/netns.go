@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -150,4 +151,31 @@ func RunInside() (ran bool, code int, err error) {
 		return false, 0, err
 	}
 	return true, cmd.ProcessState.ExitCode(), nil
+}
+
+// AddAddress puts ip on the namespace's loopback interface beside PrivateNodeIP: an address a
+// chapter's node must have (chapter 10's is the reading notes' 192.168.0.8). It refuses to run
+// anywhere but in a namespace Command made — where lo is the only interface — since elsewhere
+// it would change this machine's network.
+func AddAddress(ip string) error {
+	parsed := net.ParseIP(ip)
+	if parsed == nil {
+		return fmt.Errorf("%q is not an IP address", ip)
+	}
+	ifaces, err := net.Interfaces()
+	if err != nil {
+		return err
+	}
+	if _, inside := Inside(); !inside || len(ifaces) != 1 || ifaces[0].Name != "lo" {
+		return fmt.Errorf("adding %s: not inside a private network namespace of this program's (its only interface is lo)", ip)
+	}
+	bits := "32"
+	if parsed.To4() == nil {
+		bits = "128"
+	}
+	out, err := exec.Command("ip", "addr", "add", ip+"/"+bits, "dev", "lo").CombinedOutput()
+	if err != nil && !strings.Contains(string(out), "File exists") {
+		return fmt.Errorf("ip addr add %s/%s dev lo: %w: %s", ip, bits, err, strings.TrimSpace(string(out)))
+	}
+	return nil
 }

@@ -47,3 +47,20 @@ func TestExplain(t *testing.T) {
 		})
 	}
 }
+
+// AddAddress changes nothing but a namespace of this program's: on this machine's network, even
+// with the marker set by hand, it refuses (this test runs outside any namespace of ours).
+func TestAddAddressOnlyInside(t *testing.T) {
+	for _, tc := range []struct {
+		name, marker, ip, want string
+	}{
+		{"not an address", "", "192.168.0.888", `"192.168.0.888" is not an IP address`},
+		{"outside a namespace", "", "192.168.0.8", "adding 192.168.0.8: not inside a private network namespace of this program's"},
+		{"the marker alone", PrivateNodeIP, "192.168.0.8", "adding 192.168.0.8: not inside a private network namespace of this program's"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(insideEnv, tc.marker)
+			assert.ErrorContains(t, AddAddress(tc.ip), tc.want)
+		})
+	}
+}
