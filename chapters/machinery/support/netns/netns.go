@@ -169,12 +169,20 @@ func AddAddress(ip string) error {
 	if _, inside := Inside(); !inside || len(ifaces) != 1 || ifaces[0].Name != "lo" {
 		return fmt.Errorf("adding %s: not inside a private network namespace of this program's (its only interface is lo)", ip)
 	}
+	addrs, err := ifaces[0].Addrs()
+	if err != nil {
+		return err
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(parsed) {
+			return nil // an earlier run in this namespace added it
+		}
+	}
 	bits := "32"
 	if parsed.To4() == nil {
 		bits = "128"
 	}
-	out, err := exec.Command("ip", "addr", "add", ip+"/"+bits, "dev", "lo").CombinedOutput()
-	if err != nil && !strings.Contains(string(out), "File exists") {
+	if out, err := exec.Command("ip", "addr", "add", ip+"/"+bits, "dev", "lo").CombinedOutput(); err != nil {
 		return fmt.Errorf("ip addr add %s/%s dev lo: %w: %s", ip, bits, err, strings.TrimSpace(string(out)))
 	}
 	return nil

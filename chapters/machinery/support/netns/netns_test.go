@@ -3,9 +3,13 @@ package netns
 import (
 	"errors"
 	"io/fs"
+	"net"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/tier"
 )
 
 // What a reader is told when no namespace could be made, on the machines it happens on: Ubuntu
@@ -63,4 +67,34 @@ func TestAddAddressOnlyInside(t *testing.T) {
 			assert.ErrorContains(t, AddAddress(tc.ip), tc.want)
 		})
 	}
+}
+
+// AddAddress of an address the namespace's lo already has succeeds and changes nothing: chapter
+// 10's commands, run one after another in one namespace (as the README test runs them), each add
+// the reading notes' address. The test runs itself again inside a namespace of its own.
+func TestAddAddressAgain(t *testing.T) {
+	if _, inside := Inside(); !inside {
+		tier.Require(t, "private network", Available())
+		cmd, err := Command("-test.run=^TestAddAddressAgain$", "-test.v", "-test.count=1")
+		require.NoError(t, err)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, nil, nil
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		assert.Contains(t, string(out), "--- PASS: TestAddAddressAgain", "the test ran inside the namespace")
+		return
+	}
+	for range 2 {
+		require.NoError(t, AddAddress("192.168.0.8"))
+	}
+	lo, err := net.InterfaceByName("lo")
+	require.NoError(t, err)
+	addrs, err := lo.Addrs()
+	require.NoError(t, err)
+	found := 0
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(net.ParseIP("192.168.0.8")) {
+			found++
+		}
+	}
+	assert.Equal(t, 1, found, "lo carries the address once: %v", addrs)
 }
