@@ -73,9 +73,26 @@ type evictionStory struct {
 // the scenario's pods, and walks the story: every pod running, the node's processes taking
 // memory until memory.available is below evictionHard, and giving it back.
 func RunEviction(ctx context.Context, opts EvictionOptions) error {
-	threshold, err := memoryThreshold(opts.Config)
+	s, err := startEviction(ctx, opts)
 	if err != nil {
 		return err
+	}
+	defer s.cluster.Stop()
+	s.intro()
+	for i, step := range []func(context.Context) error{s.allRunning, s.spike, s.recover} {
+		fmt.Fprintln(s.Out)
+		if err := step(ctx); err != nil {
+			return fmt.Errorf("step %d: %w", i+1, err)
+		}
+	}
+	return nil
+}
+
+// startEviction starts the mini-cluster whose kubelet reads the scenario's statistics.
+func startEviction(ctx context.Context, opts EvictionOptions) (*evictionStory, error) {
+	threshold, err := memoryThreshold(opts.Config)
+	if err != nil {
+		return nil, err
 	}
 	s := &evictionStory{EvictionOptions: opts, node: realkubelet.DefaultNodeName, threshold: threshold,
 		tap: newLogTap(logRanked, logCritical, logEvicted)}
@@ -89,6 +106,7 @@ func RunEviction(ctx context.Context, opts EvictionOptions) error {
 			config.EvictionHard = opts.Config.EvictionHard
 			config.EvictionPressureTransitionPeriod.Duration = opts.TransitionPeriod
 			config.SerializeImagePulls = opts.Config.SerializeImagePulls
+			config.NodeStatusUpdateFrequency = opts.Config.NodeStatusUpdateFrequency
 		},
 		Dependencies: func(_ string, deps *kubelet.Dependencies) {
 			runtime.RuntimeService = deps.RemoteRuntimeService
@@ -102,17 +120,9 @@ func RunEviction(ctx context.Context, opts EvictionOptions) error {
 		},
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer s.cluster.Stop()
-	s.intro()
-	for i, step := range []func(context.Context) error{s.allRunning, s.spike, s.recover} {
-		fmt.Fprintln(s.Out)
-		if err := step(ctx); err != nil {
-			return fmt.Errorf("step %d: %w", i+1, err)
-		}
-	}
-	return nil
+	return s, nil
 }
 
 // memoryThreshold is evictionHard's memory.available, which the story is about.

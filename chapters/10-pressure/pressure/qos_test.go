@@ -13,7 +13,7 @@ import (
 )
 
 // The cgroups are where a kubelet with cgroupsPerQOS puts the pods, under either driver, and the
-// oom_score_adj what it gives their containers: the layout minikube's node shows (exercise 19).
+// oom_score_adj what it gives their containers, as the kubelet's own functions compute them.
 func TestQoS(t *testing.T) {
 	resources := func(request, limit string) corev1.ResourceRequirements {
 		r := corev1.ResourceRequirements{}
