@@ -90,8 +90,8 @@ func newQoSCommand(o *pressureOptions) *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "The pods of %s and the static pods of %s on a node of %s, as the\n", o.scenario, pressure.Relative(o.kubeletConfig.StaticPodPath), o.loaded.Memory.String())
-			fmt.Fprintf(out, "(k8s.io/kubernetes %s) classes them (GetPodQOS), names their cgroups with cgroupsPerQOS, the\n", realkubelet.Version())
-			fmt.Fprintf(out, "default (the pod container manager), and sets their containers' oom_score_adj\n")
+			fmt.Fprintf(out, "kubelet (k8s.io/kubernetes %s) classes them (GetPodQOS), names their cgroups with cgroupsPerQOS,\n", realkubelet.Version())
+			fmt.Fprintf(out, "the default (the pod container manager), and sets their containers' oom_score_adj\n")
 			fmt.Fprintf(out, "(GetContainerOOMScoreAdjust). No kubelet runs: these are its functions, called.\n\n")
 			return pressure.PrintQoS(out, pressure.SortedPods(pods), o.loaded.Memory.Value(), types.NodeName(realkubelet.DefaultNodeName))
 		},
