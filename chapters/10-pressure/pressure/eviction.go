@@ -113,7 +113,7 @@ func startEviction(ctx context.Context, opts EvictionOptions) (*evictionStory, e
 			deps.RemoteRuntimeService = runtime
 			deps.CAdvisorInterface = s.stats
 			deps.RemoteImageService = imageDisk{deps.RemoteImageService}
-			// kubemark's recorder drops every event; without one, RunKubelet makes the kubelet's
+			// the hollow node's recorder drops every event; without one, RunKubelet makes the kubelet's
 			// own, which sends them to the apiserver through EventClient.
 			deps.Recorder = nil
 			deps.EventClient = deps.KubeClient.CoreV1()
@@ -152,7 +152,7 @@ func (s *evictionStory) intro() {
 	fmt.Fprintf(s.Out, "not five minutes. The eviction manager reads the node's statistics every 10 s; this chapter's\n")
 	fmt.Fprintf(s.Out, "runtime gives them from %s (%s of memory, %s for the node's own\n", s.ScenarioFile, s.Scenario.Memory.String(), s.Scenario.System.String())
 	fmt.Fprintf(s.Out, "processes, each pod's working set as the file says), not from cgroups: the pods run in\n")
-	fmt.Fprintf(s.Out, "kubemark's fake runtime.\n")
+	fmt.Fprintf(s.Out, "the hollow node's fake runtime.\n")
 }
 
 // allRunning creates the scenario's pods and waits until every pod of the node runs.

@@ -15,7 +15,7 @@
 //     Node's Ready condition after the kubelet's three minutes.
 //   - Image pulls (RunPulls): three pods' images pulled one at a time and all at once.
 //
-// What is not real is said where it is: the runtime is kubemark's fake one (a container "uses"
+// What is not real is said where it is: the runtime is the hollow node's fake one (a container "uses"
 // what the scenario says; a pull takes the delay the chapter sets), and the statistics come from
 // the scenario, not from cgroups. The eviction manager, the status manager, the pod workers, the
 // PLEG and the image manager that act on them are the kubelet's.

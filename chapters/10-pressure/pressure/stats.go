@@ -31,7 +31,7 @@ import (
 
 // statsRuntime is the kubelet's CRI runtime service with ListContainerStats answered from the
 // scenario, and the containers the kubelet stops ending as processes killed after their grace
-// period do, with exit code 137 (kubemark's fake runtime ends them with 0); every other call goes
+// period do, with exit code 137 (the hollow node's fake runtime ends them with 0); every other call goes
 // to the runtime.
 type statsRuntime struct {
 	internalapi.RuntimeService
@@ -138,7 +138,7 @@ func labelsMatch(selector, labels map[string]string) bool {
 	return true
 }
 
-// nodeStats is the cAdvisor the kubelet asks for the node's memory: kubemark's fake, with the
+// nodeStats is the cAdvisor the kubelet asks for the node's memory: the hollow node's fake, with the
 // node's capacity and its root cgroup's statistics from the scenario.
 type nodeStats struct {
 	cadvisortest.Fake
@@ -222,7 +222,7 @@ func (n *nodeStats) observations() ([]uint64, <-chan struct{}) {
 
 // The node's one disk: the eviction manager asks, before it ranks anything, whether the images
 // have a disk of their own (HasDedicatedImageFs: the image service's filesystem against cAdvisor's
-// root filesystem), and gives the round up when it cannot tell. kubemark's fakes answer no
+// root filesystem), and gives the round up when it cannot tell. the hollow node's fakes answer no
 // filesystem at all; here the images live on the root filesystem, as on a minikube node.
 const (
 	diskDevice   = "/dev/vda1"
