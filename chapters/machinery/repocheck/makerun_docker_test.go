@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/lab/dockerd"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/repo"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/syncbuf"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/terminal"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/tier"
@@ -69,7 +70,7 @@ func TestMakeRunInDocker(t *testing.T) {
 		require.NoError(t, err)
 		return strings.TrimSpace(string(out))
 	}
-	env := append(os.Environ(), "DOCKER_HOST=unix://"+engine.Socket, "GOPROXY=off", "TMPDIR="+t.TempDir(),
+	env := append(repo.MakeEnv(), "DOCKER_HOST=unix://"+engine.Socket, "GOPROXY=off", "TMPDIR="+t.TempDir(),
 		"GOCACHE_VOLUME="+goEnv("GOCACHE"), "GOMODCACHE_VOLUME="+goEnv("GOMODCACHE"))
 	docker := func(args ...string) string {
 		cmd := exec.Command("docker", args...)
