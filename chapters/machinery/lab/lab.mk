@@ -169,7 +169,7 @@ node-components: lab ## Every part of the lab: binaries and root filesystems (at
 
 # Chapter 11 here: its README's two commands, in a lab.
 run-11-node: node-components minikube lab
-	@LDFLAGS='$(GO_LDFLAGS)' .ci/build-progress ./chapters/11-node $(BIN)/11-node
+	@LDFLAGS='$(GO_LDFLAGS)' .ci/go-progress $(BIN)/11-node ./chapters/11-node
 	@$(BIN)/lab run --serve -- bash -c 'minikube start --driver=docker --container-runtime=containerd --kubernetes-version=$(K8S_VERSION) --force && $(BIN)/11-node'
 
 .PHONY: node-clean
