@@ -43,7 +43,7 @@ run: run-04-runkubelet ## The main job: the real kubelet on examples/static-pods
 
 run-%: ## Run one chapter, e.g. `make run-01-entrypoint ARGS=--help`.
 	@test -d chapters/$* || { echo "no chapter $* (have: $(CHAPTERS))"; exit 1; }
-	@LDFLAGS='$(GO_LDFLAGS)' $(if $(call in-docker,$*),.ci/in-docker run $* $(ARGS),.ci/build-progress ./chapters/$* $(BIN)/$*)
+	@LDFLAGS='$(GO_LDFLAGS)' $(if $(call in-docker,$*),.ci/in-docker run $* $(ARGS),.ci/go-progress $(BIN)/$* ./chapters/$*)
 	@$(if $(call in-docker,$*),:,$(BIN)/$* $(ARGS))
 
 .PHONY: clean-docker

@@ -18,14 +18,9 @@ import (
 
 // runOptions are the chapter's flags.
 type runOptions struct {
-	staticPodPath string
-	nodeName      string
+	program.KubeletFlags
 	// absStaticPodPath is what the kubelet gets: it resolves nothing against its working directory.
 	absStaticPodPath string
-	readOnlyPort     int
-	kubeletLog       string
-	wait             time.Duration
-	once             bool
 
 	out io.Writer
 }
@@ -42,19 +37,19 @@ func NewRunKubeletCommand(ctx context.Context) *cobra.Command {
 			if err := o.complete(); err != nil {
 				return err
 			}
-			if err := o.validate(); err != nil {
+			if err := o.Validate(); err != nil {
 				return err
 			}
 			return o.run(ctx, cmd)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.staticPodPath, "static-pod-path", "examples/static-pods", "directory of static pod manifests (the kubelet's staticPodPath)")
-	f.StringVar(&o.nodeName, "node-name", realkubelet.DefaultNodeName, "node name (the kubelet's --hostname-override)")
-	f.IntVar(&o.readOnlyPort, "read-only-port", 0, "read-only port on 127.0.0.1, free; 0 picks a free one")
-	f.StringVar(&o.kubeletLog, "kubelet-log", "", `file for the kubelet's own log lines; "-" for stderr; default: a temporary file removed on exit`)
-	f.DurationVar(&o.wait, "wait", 30*time.Second, "how long to wait for every static pod to be Running before printing")
-	f.BoolVar(&o.once, "once", false, "print the pods and stop instead of serving until Ctrl-C")
+	f.StringVar(&o.StaticPodPath, "static-pod-path", "examples/static-pods", "directory of static pod manifests (the kubelet's staticPodPath)")
+	f.StringVar(&o.NodeName, "node-name", realkubelet.DefaultNodeName, "node name (the kubelet's --hostname-override)")
+	f.IntVar(&o.ReadOnlyPort, "read-only-port", 0, "read-only port on 127.0.0.1, free; 0 picks a free one")
+	f.StringVar(&o.KubeletLog, "kubelet-log", "", `file for the kubelet's own log lines; "-" for stderr; default: a temporary file removed on exit`)
+	f.DurationVar(&o.Wait, "wait", 30*time.Second, "how long to wait for every static pod to be Running before printing")
+	f.BoolVar(&o.Once, "once", false, "print the pods and stop instead of serving until Ctrl-C")
 	cmd.AddCommand(newRoutesCommand(ctx))
 	return cmd
 }
@@ -92,30 +87,11 @@ func newRoutesCommand(ctx context.Context) *cobra.Command {
 	return cmd
 }
 
-// validate checks every flag before anything starts: a name the apiserver would refuse, a port
-// out of range or taken, a wait of 0, a log file that exists would otherwise fail later, or never
-// say why.
-func (o *runOptions) validate() error {
-	if err := program.NodeName("--node-name", o.nodeName); err != nil {
-		return err
-	}
-	if err := program.Port("--read-only-port", o.readOnlyPort); err != nil {
-		return err
-	}
-	if err := program.Positive("--wait", o.wait); err != nil {
-		return err
-	}
-	if o.kubeletLog != "" && o.kubeletLog != "-" {
-		return program.Absent("--kubelet-log", o.kubeletLog)
-	}
-	return nil
-}
-
 // complete checks the manifest directory before anything starts: the kubelet itself only logs
 // a missing directory, and a reader would see an empty table without knowing why.
 func (o *runOptions) complete() error {
 	var err error
-	o.absStaticPodPath, err = program.Directory("--static-pod-path", o.staticPodPath)
+	o.absStaticPodPath, err = program.Directory("--static-pod-path", o.StaticPodPath)
 	return err
 }
 
@@ -129,7 +105,7 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 
 	// The kubelet logs a lot through klog. Unless asked otherwise, its lines go to a file so
 	// that the table stays readable; the file's path is printed.
-	logFile, closeLog, err := kubeletlog.ForProgram(cmd, o.kubeletLog)
+	logFile, closeLog, err := kubeletlog.ForProgram(cmd, o.KubeletLog)
 	if err != nil {
 		return err
 	}
@@ -137,9 +113,9 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 
 	start := time.Now()
 	k, err := realkubelet.Start(ctx, realkubelet.Options{
-		NodeName:      o.nodeName,
+		NodeName:      o.NodeName,
 		StaticPodPath: o.absStaticPodPath,
-		ReadOnlyPort:  o.readOnlyPort,
+		ReadOnlyPort:  o.ReadOnlyPort,
 	})
 	if err != nil {
 		return err
@@ -149,21 +125,21 @@ func (o *runOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		fmt.Fprintf(o.out, "Stopped the kubelet and removed %s\n", k.RootDir)
 	}()
 
-	fmt.Fprintf(o.out, "The real kubelet (k8s.io/kubernetes %s) runs in this process as node %q, standalone (no apiserver).\n", realkubelet.Version(), o.nodeName)
-	fmt.Fprintf(o.out, "Static pods: %s\nKubelet log: %s (removed on exit unless --kubelet-log names a file)\n\n", o.staticPodPath, logFile)
+	fmt.Fprintf(o.out, "The real kubelet (k8s.io/kubernetes %s) runs in this process as node %q, standalone (no apiserver).\n", realkubelet.Version(), o.NodeName)
+	fmt.Fprintf(o.out, "Static pods: %s\nKubelet log: %s (removed on exit unless --kubelet-log names a file)\n\n", o.StaticPodPath, logFile)
 
-	pods, err := k.WaitRunning(ctx, o.wait)
+	pods, err := k.WaitRunning(ctx, o.Wait)
 	if err != nil {
 		return err
 	}
 	logger.V(1).Info("First /pods answer", "pods", len(pods), "elapsed", time.Since(start))
 	now := time.Now
-	if err := podtable.Print(o.out, podtable.Rows(o.nodeName, pods),
+	if err := podtable.Print(o.out, podtable.Rows(o.NodeName, pods),
 		podtable.Namespace, podtable.Name, podtable.Status, podtable.Age(now)); err != nil {
 		return err
 	}
 	fmt.Fprintf(o.out, "\nAsk it yourself:\n  curl -s %s/pods\n  curl -s %s/healthz\n", k.ReadOnlyURL, k.ReadOnlyURL)
-	if o.once {
+	if o.Once {
 		return nil
 	}
 	fmt.Fprintln(o.out, "\nServing until Ctrl-C.")

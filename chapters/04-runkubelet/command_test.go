@@ -15,8 +15,15 @@ import (
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/realkubelet"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/kubeletlog"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/program"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/repo"
 )
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	realkubelet.RemoveRootDirs() // what the stopped kubelets' pod workers made again
+	os.Exit(code)
+}
 
 // podWorkerAfterStop is the chapter's output, and the moment it says it stopped the kubelet it
 // does what a stopped kubelet's pod worker can do then, before the process exits: sync its pod,
@@ -43,10 +50,10 @@ func TestRunLeavesNoRootDir(t *testing.T) {
 	require.NoError(t, err)
 	defer closeLog()
 	out := &podWorkerAfterStop{}
-	o := &runOptions{staticPodPath: repo.Path("examples", "static-pods"), nodeName: realkubelet.DefaultNodeName,
-		kubeletLog: "-", wait: 30 * time.Second, once: true, out: out}
+	o := &runOptions{KubeletFlags: program.KubeletFlags{StaticPodPath: repo.Path("examples", "static-pods"),
+		NodeName: realkubelet.DefaultNodeName, KubeletLog: "-", Wait: 30 * time.Second, Once: true}, out: out}
 	require.NoError(t, o.complete())
-	require.NoError(t, o.validate())
+	require.NoError(t, o.Validate())
 	require.NoError(t, o.run(context.Background(), &cobra.Command{}))
 	require.NotEmpty(t, out.root, "the chapter says which root directory it removed:\n%s", &out.Buffer)
 	assert.NoDirExists(t, out.root, "made again after Stop, and left")

@@ -21,15 +21,10 @@ import (
 )
 
 type bootstrapOptions struct {
-	staticPodPath string
-	nodeName      string
-	kubeletLog    string
-	wait          time.Duration
-	once          bool
-	out           io.Writer
-
-	// The kubelets' read-only ports on 127.0.0.1 (0: a free one).
-	readOnlyPort, toyReadOnlyPort int
+	program.KubeletFlags // ReadOnlyPort is the real kubelet's
+	// toyReadOnlyPort is the toy kubelet's read-only port on 127.0.0.1 (0: a free one).
+	toyReadOnlyPort int
+	out             io.Writer
 }
 
 // NewBootstrapCommand builds the chapter's command.
@@ -45,37 +40,25 @@ func NewBootstrapCommand(ctx context.Context) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.staticPodPath, "static-pod-path", "examples/static-pods", "directory of static pod manifests, for both kubelets")
-	f.StringVar(&o.nodeName, "node-name", realkubelet.DefaultNodeName, "node name of both kubelets")
-	f.IntVar(&o.readOnlyPort, "read-only-port", 0, "the real kubelet's read-only port on 127.0.0.1, free; 0 picks a free one")
+	f.StringVar(&o.StaticPodPath, "static-pod-path", "examples/static-pods", "directory of static pod manifests, for both kubelets")
+	f.StringVar(&o.NodeName, "node-name", realkubelet.DefaultNodeName, "node name of both kubelets")
+	f.IntVar(&o.ReadOnlyPort, "read-only-port", 0, "the real kubelet's read-only port on 127.0.0.1, free; 0 picks a free one")
 	f.IntVar(&o.toyReadOnlyPort, "toy-read-only-port", 0, "the toy kubelet's read-only port on 127.0.0.1, free; 0 picks a free one")
-	f.StringVar(&o.kubeletLog, "kubelet-log", "", `file for both kubelets' log lines; "-" for stderr; default: a temporary file removed on exit`)
-	f.DurationVar(&o.wait, "wait", 30*time.Second, "how long to wait for both to run every static pod")
-	f.BoolVar(&o.once, "once", false, "print and stop instead of serving until Ctrl-C")
+	f.StringVar(&o.KubeletLog, "kubelet-log", "", `file for both kubelets' log lines; "-" for stderr; default: a temporary file removed on exit`)
+	f.DurationVar(&o.Wait, "wait", 30*time.Second, "how long to wait for both to run every static pod")
+	f.BoolVar(&o.Once, "once", false, "print and stop instead of serving until Ctrl-C")
 	return cmd
 }
 
 // validate checks every flag before either kubelet starts.
 func (o *bootstrapOptions) validate() error {
-	if err := program.NodeName("--node-name", o.nodeName); err != nil {
+	if o.ReadOnlyPort != 0 && o.ReadOnlyPort == o.toyReadOnlyPort {
+		return fmt.Errorf("--read-only-port %d and --toy-read-only-port %d: each kubelet needs a port of its own", o.ReadOnlyPort, o.toyReadOnlyPort)
+	}
+	if err := o.Validate(); err != nil {
 		return err
 	}
-	if err := program.Positive("--wait", o.wait); err != nil {
-		return err
-	}
-	if o.readOnlyPort != 0 && o.readOnlyPort == o.toyReadOnlyPort {
-		return fmt.Errorf("--read-only-port %d and --toy-read-only-port %d: each kubelet needs a port of its own", o.readOnlyPort, o.toyReadOnlyPort)
-	}
-	if err := program.Port("--read-only-port", o.readOnlyPort); err != nil {
-		return err
-	}
-	if err := program.Port("--toy-read-only-port", o.toyReadOnlyPort); err != nil {
-		return err
-	}
-	if o.kubeletLog != "" && o.kubeletLog != "-" {
-		return program.Absent("--kubelet-log", o.kubeletLog)
-	}
-	return nil
+	return program.Port("--toy-read-only-port", o.toyReadOnlyPort)
 }
 
 func (o *bootstrapOptions) run(ctx context.Context, cmd *cobra.Command) error {
@@ -87,22 +70,22 @@ func (o *bootstrapOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	// Last of all, after Stop: the stopped kubelet's pod workers go on syncing until the process
 	// exits, and each sync can make its pod's directories under the root directory again.
 	defer realkubelet.RemoveRootDirs()
-	path, err := program.Directory("--static-pod-path", o.staticPodPath)
+	path, err := program.Directory("--static-pod-path", o.StaticPodPath)
 	if err != nil {
 		return err
 	}
-	logFile, closeLog, err := kubeletlog.ForProgram(cmd, o.kubeletLog)
+	logFile, closeLog, err := kubeletlog.ForProgram(cmd, o.KubeletLog)
 	if err != nil {
 		return err
 	}
 	defer closeLog()
 
-	toy, err := toykubelet.Start(ctx, toykubelet.StartOptions{NodeName: types.NodeName(o.nodeName), StaticPodPath: path, ReadOnlyPort: o.toyReadOnlyPort})
+	toy, err := toykubelet.Start(ctx, toykubelet.StartOptions{NodeName: types.NodeName(o.NodeName), StaticPodPath: path, ReadOnlyPort: o.toyReadOnlyPort})
 	if err != nil {
 		return fmt.Errorf("start the toy kubelet: %w", err)
 	}
 	defer toy.Stop()
-	real, err := realkubelet.Start(ctx, realkubelet.Options{NodeName: o.nodeName, StaticPodPath: path, ReadOnlyPort: o.readOnlyPort})
+	real, err := realkubelet.Start(ctx, realkubelet.Options{NodeName: o.NodeName, StaticPodPath: path, ReadOnlyPort: o.ReadOnlyPort})
 	if err != nil {
 		return fmt.Errorf("start the real kubelet: %w", err)
 	}
@@ -113,7 +96,7 @@ func (o *bootstrapOptions) run(ctx context.Context, cmd *cobra.Command) error {
   real: app.RunKubelet   → createAndInitKubelet → NewMainKubelet, then startKubelet
 Static pods: %s, node %q. Kubelet log: %s
 
-`, o.staticPodPath, o.nodeName, logFile)
+`, o.StaticPodPath, o.NodeName, logFile)
 
 	toyPods, realPods, err := o.waitForBoth(ctx, toy.ReadOnlyURL, real.ReadOnlyURL)
 	if err != nil {
@@ -123,7 +106,7 @@ Static pods: %s, node %q. Kubelet log: %s
 		return err
 	}
 	fmt.Fprintf(o.out, "\nAsk them yourself:\n  toy:  curl -s %s/pods\n  real: curl -s %s/pods\n", toy.ReadOnlyURL, real.ReadOnlyURL)
-	if o.once {
+	if o.Once {
 		return nil
 	}
 	fmt.Fprintln(o.out, "\nServing until Ctrl-C.")
@@ -132,9 +115,9 @@ Static pods: %s, node %q. Kubelet log: %s
 	return nil
 }
 
-// waitForBoth polls both /pods until both run every pod they list, or until o.wait.
+// waitForBoth polls both /pods until both run every pod they list, or until o.Wait.
 func (o *bootstrapOptions) waitForBoth(ctx context.Context, toyURL, realURL string) ([]v1.Pod, []v1.Pod, error) {
-	deadline := time.Now().Add(o.wait)
+	deadline := time.Now().Add(o.Wait)
 	for {
 		toyPods, err := realkubelet.PodsAt(ctx, toyURL)
 		if err != nil {

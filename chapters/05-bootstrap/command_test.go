@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/04-runkubelet/realkubelet"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/kubeletlog"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/program"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/repo"
 )
 
@@ -46,8 +47,8 @@ func TestRunLeavesNoRootDir(t *testing.T) {
 	}, funcr.Options{Verbosity: 1})
 	ctx := klog.NewContext(context.Background(), logger)
 
-	o := &bootstrapOptions{staticPodPath: repo.Path("examples", "static-pods"), nodeName: realkubelet.DefaultNodeName,
-		kubeletLog: "-", wait: 30 * time.Second, once: true, out: io.Discard}
+	o := &bootstrapOptions{KubeletFlags: program.KubeletFlags{StaticPodPath: repo.Path("examples", "static-pods"),
+		NodeName: realkubelet.DefaultNodeName, KubeletLog: "-", Wait: 30 * time.Second, Once: true}, out: io.Discard}
 	require.NoError(t, o.run(ctx, &cobra.Command{}))
 	mu.Lock()
 	defer mu.Unlock()

@@ -1,32 +1,25 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"maps"
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/printers"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/06-static-pods/staticpods"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/08-minicluster/minicluster"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/kubeconfig"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/kubeletlog"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/netns"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/support/podtable"
@@ -138,7 +131,7 @@ func (o *clusterOptions) validate() error {
 		return err
 	}
 	if o.kubeconfig != "" {
-		if err := checkKubeconfig(o.kubeconfig); err != nil {
+		if err := kubeconfig.Check(o.kubeconfig, kubeconfig.Names{Cluster: contextName, Context: contextName, User: contextName + "-admin"}); err != nil {
 			return err
 		}
 	}
@@ -264,9 +257,9 @@ func (o *clusterOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		c.Stop()
 		fmt.Fprintln(o.out, "Stopped the cluster and removed its directory.")
 	}()
-	kubeconfig := c.Kubeconfig
+	config := c.Kubeconfig
 	if o.kubeconfig != "" {
-		unmerge, err := mergeKubeconfig(c.Kubeconfig, o.kubeconfig)
+		unmerge, err := kubeconfig.Merge(c.Kubeconfig, o.kubeconfig)
 		if err != nil {
 			return err
 		}
@@ -275,7 +268,7 @@ func (o *clusterOptions) run(ctx context.Context, cmd *cobra.Command) error {
 				fmt.Fprintf(o.out, "--kubeconfig %s: could not take the cluster's entries out: %v\n", o.kubeconfig, err)
 			}
 		}()
-		kubeconfig = o.kubeconfig
+		config = o.kubeconfig
 	}
 	if o.podsAPILink != "" {
 		unlink, err := linkPodsAPI(c.Nodes[0].Kubelet.RootDir, o.podsAPILink)
@@ -301,7 +294,7 @@ func (o *clusterOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		network = "a private network namespace (its lo carries the node IP); kubectl reaches the apiserver through 127.0.0.1"
 	}
 	fmt.Fprintf(o.out, "A mini-cluster in this process: etcd, kube-apiserver and %d real kubelet(s), all k8s.io/kubernetes v1.37.2.\n", len(c.Nodes))
-	fmt.Fprintf(o.out, "  network:     %s\n  node IP:     %s\n  kubeconfig:  %s\n  log:         %s\n", network, nodeIP, kubeconfig, logFile)
+	fmt.Fprintf(o.out, "  network:     %s\n  node IP:     %s\n  kubeconfig:  %s\n  log:         %s\n", network, nodeIP, config, logFile)
 	if o.podsAPILink != "" {
 		fmt.Fprintf(o.out, "  pods API:    %s, a link to %s's socket (the kubelet's local Pods API)\n", o.podsAPILink, c.Nodes[0].Name)
 	}
@@ -330,7 +323,7 @@ func (o *clusterOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		return err
 	}
 	fmt.Fprintf(o.out, "\nTry:\n  kubectl --kubeconfig %s get nodes,pods -A\n  kubectl --kubeconfig %s get --raw /api/v1/nodes/%s/proxy/pods\n",
-		kubeconfig, kubeconfig, c.Nodes[0].Name)
+		config, config, c.Nodes[0].Name)
 	if o.once {
 		return nil
 	}
@@ -390,193 +383,4 @@ func interrupted(ctx context.Context, err error) error {
 		return nil
 	}
 	return err
-}
-
-// checkKubeconfig checks, before anything starts, that the cluster's entries can be merged into
-// the kubeconfig at path: a new file in a directory that exists and this user may write, or a
-// kubeconfig this user may write that names no cluster, context or user as the cluster's do
-// (merged in, they would replace the reader's, and taking them out on exit would lose them), and
-// that no other user can read (the cluster's admin key goes into it).
-func checkKubeconfig(path string) error {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		if err := program.Absent("--kubeconfig", path); err != nil {
-			return err
-		}
-		if err := unix.Access(filepath.Dir(path), unix.W_OK); err != nil {
-			return fmt.Errorf("--kubeconfig %s: its directory is not yours to write (%w), and the cluster's context would go into a new file there", path, err)
-		}
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("--kubeconfig %s: %w", path, err)
-	}
-	// Opened for writing and closed, nothing written: the merge writes it once the cluster runs.
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if pathErr := (*fs.PathError)(nil); errors.As(err, &pathErr) {
-		return fmt.Errorf("--kubeconfig %s: not yours to write (%w), and the cluster's context would be merged into it", path, pathErr.Err)
-	}
-	if err != nil {
-		return fmt.Errorf("--kubeconfig %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("--kubeconfig %s: %w", path, err)
-	}
-	existing, err := loadKubeconfig(data)
-	if err != nil {
-		return fmt.Errorf("--kubeconfig %s: %w", path, err)
-	}
-	if err := privateKubeconfig(path); err != nil {
-		return err
-	}
-	ours := clientcmdapi.NewConfig()
-	ours.Clusters[contextName] = nil
-	ours.Contexts[contextName] = nil
-	ours.AuthInfos[contextName+"-admin"] = nil
-	return conflicts(path, existing, ours)
-}
-
-// privateKubeconfig refuses a kubeconfig that other users can read: the cluster's admin key
-// goes into it, and would be theirs too for as long as the cluster runs.
-func privateKubeconfig(path string) error {
-	info, err := os.Stat(path)
-	if err != nil {
-		return fmt.Errorf("--kubeconfig %s: %w", path, err)
-	}
-	if perm := info.Mode().Perm(); perm&0o044 != 0 {
-		return fmt.Errorf("--kubeconfig %s is readable by other users (mode %04o); the cluster's admin key would be too: chmod 600 %s", path, perm, path)
-	}
-	return nil
-}
-
-// loadKubeconfig reads a kubeconfig: an empty file, or one of kind Config. clientcmd.Load takes
-// any YAML mapping for an empty kubeconfig, and merging into it would rewrite a file of notes.
-func loadKubeconfig(data []byte) (*clientcmdapi.Config, error) {
-	if len(bytes.TrimSpace(data)) > 0 {
-		var typeMeta metav1.TypeMeta
-		if err := yaml.Unmarshal(data, &typeMeta); err != nil || typeMeta.Kind != "Config" {
-			return nil, errors.New("not a kubeconfig (no kind: Config), so nothing is merged into it")
-		}
-	}
-	config, err := clientcmd.Load(data)
-	if err != nil {
-		return nil, fmt.Errorf("not a kubeconfig, so nothing is merged into it: %w", err)
-	}
-	return config, nil
-}
-
-// conflicts says which of ours' names existing has already.
-func conflicts(path string, existing, ours *clientcmdapi.Config) error {
-	for _, kind := range []struct {
-		what          string
-		existing, our []string
-	}{
-		{"cluster", slices.Collect(maps.Keys(existing.Clusters)), slices.Collect(maps.Keys(ours.Clusters))},
-		{"context", slices.Collect(maps.Keys(existing.Contexts)), slices.Collect(maps.Keys(ours.Contexts))},
-		{"user", slices.Collect(maps.Keys(existing.AuthInfos)), slices.Collect(maps.Keys(ours.AuthInfos))},
-	} {
-		for _, name := range kind.our {
-			if slices.Contains(kind.existing, name) {
-				return fmt.Errorf("--kubeconfig %s: it has a %s %q already (another mini-cluster's?), which this one would replace: "+
-					"name another file, or delete it (kubectl config delete-%s %s)", path, kind.what, name, kind.what, name)
-			}
-		}
-	}
-	return nil
-}
-
-// mergeKubeconfig merges the kubeconfig at generated into the one at path, as minikube and
-// `kubectl config` do: the clusters, users and contexts added, the current context set to the
-// cluster's. The returned function takes out what was added, and only that: the entries if they
-// are still the cluster's, the current context if it is still the cluster's; a file it created,
-// it removes; a file that is then as it was, it writes back byte for byte.
-func mergeKubeconfig(generated, path string) (unmerge func() error, err error) {
-	ours, err := clientcmd.LoadFromFile(generated)
-	if err != nil {
-		return nil, err
-	}
-	original, err := os.ReadFile(path)
-	created := errors.Is(err, fs.ErrNotExist)
-	if err != nil && !created {
-		return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
-	}
-	merged, err := loadKubeconfig(original)
-	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
-	}
-	if err := conflicts(path, merged, ours); err != nil {
-		return nil, err
-	}
-	// The admin key goes in: a new file is the reader's alone (made here, never one another user
-	// made meanwhile), an existing one must be already.
-	if created {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
-			return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
-		}
-		if err := f.Close(); err != nil {
-			_ = os.Remove(path)
-			return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
-		}
-	} else if err := privateKubeconfig(path); err != nil {
-		return nil, err
-	}
-	before := merged.DeepCopy()
-	maps.Copy(merged.Clusters, ours.Clusters)
-	maps.Copy(merged.AuthInfos, ours.AuthInfos)
-	maps.Copy(merged.Contexts, ours.Contexts)
-	merged.CurrentContext = ours.CurrentContext
-	if err := clientcmd.WriteToFile(*merged, path); err != nil {
-		if created {
-			_ = os.Remove(path)
-		}
-		return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
-	}
-	takeOut := func() error {
-		now, err := clientcmd.LoadFromFile(path)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil // the reader removed it
-		}
-		if err != nil {
-			return err
-		}
-		for name, c := range ours.Clusters {
-			if n, ok := now.Clusters[name]; ok && n.Server == c.Server && bytes.Equal(n.CertificateAuthorityData, c.CertificateAuthorityData) {
-				delete(now.Clusters, name)
-			}
-		}
-		for name, a := range ours.AuthInfos {
-			if n, ok := now.AuthInfos[name]; ok && bytes.Equal(n.ClientCertificateData, a.ClientCertificateData) {
-				delete(now.AuthInfos, name)
-			}
-		}
-		for name, c := range ours.Contexts {
-			if n, ok := now.Contexts[name]; ok && n.Cluster == c.Cluster && n.AuthInfo == c.AuthInfo {
-				delete(now.Contexts, name)
-			}
-		}
-		if now.CurrentContext == ours.CurrentContext {
-			now.CurrentContext = before.CurrentContext
-		}
-		switch {
-		case created && len(now.Clusters)+len(now.AuthInfos)+len(now.Contexts) == 0 && now.CurrentContext == "":
-			return os.Remove(path)
-		case !created && sameConfig(now, before):
-			return os.WriteFile(path, original, 0o600)
-		}
-		return clientcmd.WriteToFile(*now, path)
-	}
-	// Should a kubelet end the process (os.Exit(1)), the cluster's credentials come out first.
-	unregister := kubeletlog.AtExit(func() { _ = takeOut() })
-	return func() error {
-		unregister()
-		return takeOut()
-	}, nil
-}
-
-// sameConfig compares two kubeconfigs as written, without where each entry was read from.
-func sameConfig(a, b *clientcmdapi.Config) bool {
-	x, errA := clientcmd.Write(*a)
-	y, errB := clientcmd.Write(*b)
-	return errA == nil && errB == nil && bytes.Equal(x, y)
 }

@@ -15,6 +15,8 @@ import (
 
 	"github.com/go-delve/delve/service/api"
 	"github.com/go-delve/delve/service/rpc2"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/13-debugger/stops"
 )
 
 // A step is one function of the chain, where the session stops.
@@ -158,14 +160,11 @@ func (o *debugOptions) step(client *rpc2.RPCClient, p paths) error {
 		}
 	}
 	for i, s := range chain {
-		state := <-client.Continue()
-		if state == nil || state.Err != nil || state.Exited {
-			return fmt.Errorf("continue to %s: the program did not stop there: %v", s.function, describe(state))
+		state, err := stops.ContinueTo(client, s.function)
+		if err != nil {
+			return err
 		}
 		th := state.CurrentThread
-		if th == nil || th.Function == nil || th.Function.Name() != s.function {
-			return fmt.Errorf("continue to %s: stopped in %s instead", s.function, where(th))
-		}
 		fmt.Fprintf(o.out, "%2d. %s — %s\n", i+1, shortFunc(s.function), s.what)
 		fmt.Fprintf(o.out, "    stopped at %s:%d in %s\n", p.short(th.File), th.Line, goroutine(state.SelectedGoroutine, p))
 		frames, err := client.Stacktrace(th.GoroutineID, o.frames+3, 0, 0, nil)
@@ -210,25 +209,6 @@ func goroutine(g *api.Goroutine, p paths) string {
 		return fmt.Sprintf("a new goroutine,\n    started by the go statement at %s:%d", p.short(g.GoStatementLoc.File), g.GoStatementLoc.Line)
 	}
 	return fmt.Sprintf("goroutine %d", g.ID)
-}
-
-func where(th *api.Thread) string {
-	if th == nil || th.Function == nil {
-		return "an unknown place"
-	}
-	return fmt.Sprintf("%s (%s:%d)", th.Function.Name(), th.File, th.Line)
-}
-
-func describe(state *api.DebuggerState) string {
-	switch {
-	case state == nil:
-		return "no answer from Delve"
-	case state.Err != nil:
-		return state.Err.Error()
-	case state.Exited:
-		return fmt.Sprintf("it exited with status %d", state.ExitStatus)
-	}
-	return "it is running"
 }
 
 // goCommand runs the go command in dir and returns its output, trimmed.

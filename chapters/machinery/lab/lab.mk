@@ -169,7 +169,7 @@ node-components: lab ## Every part of the lab: binaries and root filesystems (at
 
 # Chapter 12 here: its README's two commands, in a lab.
 run-12-node: node-components minikube lab
-	@LDFLAGS='$(GO_LDFLAGS)' .ci/build-progress ./chapters/12-node $(BIN)/12-node
+	@LDFLAGS='$(GO_LDFLAGS)' .ci/go-progress $(BIN)/12-node ./chapters/12-node
 	@$(BIN)/lab run --serve -- bash -c 'minikube start --driver=docker --container-runtime=containerd --kubernetes-version=$(K8S_VERSION) --force && $(BIN)/12-node'
 
 .PHONY: node-clean

@@ -7,7 +7,9 @@
 //   - program: a command run as kubectl reports errors ("error: …", exit 1);
 //   - pki: a throwaway certificate authority for the walkthrough's kubelets and apiservers;
 //   - netns: a program run again in a private network namespace (chapter 08's node address);
-//   - relay: TCP connections joined (chapter 08 publishes its apiserver with it).
+//   - relay: TCP connections joined (chapter 08 publishes its apiserver with it);
+//   - kubeconfig: a cluster's kubeconfig merged into the reader's, and taken out again (chapter
+//     08's --kubeconfig).
 //
 // What only tests use is in chapters/machinery/testsupport; the lab's machinery (real minikube and Docker,
 // offline) in chapters/machinery/lab.

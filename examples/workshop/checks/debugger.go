@@ -18,6 +18,7 @@ import (
 	"github.com/go-delve/delve/service/rpc2"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/07-syncloop/gosource"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/13-debugger/stops"
 )
 
 // Exercise 16: chapter 13's Delve on chapter 07's sync loop — which goroutine starts a static
@@ -222,10 +223,11 @@ func ask(client *rpc2.RPCClient, ev *workerEvidence) error {
 	load := api.LoadConfig{MaxStringLen: 64, MaxStructFields: -1}
 
 	// First stop: the sync loop's goroutine, calling UpdatePod for the new pod.
-	g, err := stopAt(client, updatePodFunc)
+	stop, err := stops.ContinueTo(client, updatePodFunc)
 	if err != nil {
 		return err
 	}
+	g := stop.SelectedGoroutine
 	ev.creator, ev.creatorID = fromLocation(g.GoStatementLoc), g.ID
 	frames, err := client.Stacktrace(g.ID, 3, 0, 0, &load)
 	if err != nil || len(frames) < 3 {
@@ -245,10 +247,11 @@ func ask(client *rpc2.RPCClient, ev *workerEvidence) error {
 	}
 
 	// Second stop: the worker goroutine, at the top of its loop.
-	w, err := stopAt(client, workerLoopFunc)
+	stop, err = stops.ContinueTo(client, workerLoopFunc)
 	if err != nil {
 		return err
 	}
+	w := stop.SelectedGoroutine
 	ev.goStatement = fromLocation(w.GoStatementLoc)
 	parent, err := client.EvalVariable(api.EvalScope{GoroutineID: w.ID}, "runtime.curg.parentGoid", load)
 	if err != nil {
@@ -266,38 +269,9 @@ func ask(client *rpc2.RPCClient, ev *workerEvidence) error {
 	// --once: the program waits for the pod to run, prints it, stops the kubelet and removes
 	// its directories.
 	if state := <-client.Continue(); state == nil || !state.Exited || state.ExitStatus != 0 { // Err says "Process … has exited"
-		return fmt.Errorf("the program did not end by itself: %s", describeState(state))
+		return fmt.Errorf("the program did not end by itself: %s", stops.Describe(state))
 	}
 	return nil
-}
-
-// stopAt continues the program and returns the goroutine that stopped, which must be in fn.
-func stopAt(client *rpc2.RPCClient, fn string) (*api.Goroutine, error) {
-	state := <-client.Continue()
-	if state == nil || state.Err != nil || state.Exited {
-		return nil, fmt.Errorf("continue to %s: %s", fn, describeState(state))
-	}
-	th := state.CurrentThread
-	if th == nil || th.Function == nil || th.Function.Name() != fn || state.SelectedGoroutine == nil {
-		where := "an unknown place"
-		if th != nil && th.Function != nil {
-			where = th.Function.Name()
-		}
-		return nil, fmt.Errorf("continue to %s: stopped in %s instead", fn, where)
-	}
-	return state.SelectedGoroutine, nil
-}
-
-func describeState(state *api.DebuggerState) string {
-	switch {
-	case state == nil:
-		return "no answer from Delve"
-	case state.Err != nil:
-		return state.Err.Error()
-	case state.Exited:
-		return fmt.Sprintf("the program exited with status %d", state.ExitStatus)
-	}
-	return "it is still running"
 }
 
 func fromLocation(l api.Location) location {

@@ -123,3 +123,33 @@ func Directory(flag, path string) (string, error) {
 	}
 	return abs, nil
 }
+
+// KubeletFlags are the flags of a chapter that runs kubelets on a directory of static pods,
+// in this process, and prints their pods: chapter 04 runs one, chapter 05 two.
+type KubeletFlags struct {
+	StaticPodPath string // --static-pod-path: checked, and made absolute, by Directory
+	NodeName      string // --node-name
+	ReadOnlyPort  int    // --read-only-port: 0 picks a free one
+	KubeletLog    string // --kubelet-log: "" for a temporary file, "-" for stderr
+	Wait          time.Duration
+	Once          bool // --once: print and stop instead of serving until Ctrl-C
+}
+
+// Validate checks the flags before any kubelet starts: a name the apiserver would refuse, a port
+// out of range or taken, a wait (--wait) of 0 or a log file that exists would otherwise fail
+// later, or never say why.
+func (f *KubeletFlags) Validate() error {
+	if err := NodeName("--node-name", f.NodeName); err != nil {
+		return err
+	}
+	if err := Port("--read-only-port", f.ReadOnlyPort); err != nil {
+		return err
+	}
+	if err := Positive("--wait", f.Wait); err != nil {
+		return err
+	}
+	if f.KubeletLog != "" && f.KubeletLog != "-" {
+		return Absent("--kubelet-log", f.KubeletLog)
+	}
+	return nil
+}

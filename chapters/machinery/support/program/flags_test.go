@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/validtable"
 )
 
 func TestNodeName(t *testing.T) {
@@ -98,4 +100,35 @@ func TestDirectory(t *testing.T) {
 	assert.ErrorContains(t, err, "--static-pod-path "+filepath.Join(dir, "nope")+": stat ")
 	_, err = Directory("--static-pod-path", "")
 	assert.EqualError(t, err, `--static-pod-path "": name a directory`)
+}
+
+// Chapters 04 and 05 check their kubelet flags here, before any kubelet starts, with one line
+// naming the flag and the value; a file the reader names is left as it was.
+func TestKubeletFlagsValidate(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	busy := l.Addr().(*net.TCPAddr).Port
+	existing := filepath.Join(t.TempDir(), "kubelet.log")
+	require.NoError(t, os.WriteFile(existing, []byte("an earlier run's log\n"), 0o644))
+
+	good := KubeletFlags{NodeName: "walkthrough", Wait: 30 * time.Second}
+	tests := []validtable.Case[KubeletFlags]{
+		{Name: "the defaults", Change: func(*KubeletFlags) {}},
+		{Name: "a log to stderr", Change: func(f *KubeletFlags) { f.KubeletLog = "-" }},
+		{Name: "a new log file", Change: func(f *KubeletFlags) { f.KubeletLog = filepath.Join(t.TempDir(), "new.log") }},
+		{Name: "an upper-case node name", Change: func(f *KubeletFlags) { f.NodeName = "Walkthrough" }, WantErr: `--node-name "Walkthrough": a lowercase RFC 1123 subdomain`},
+		{Name: "an empty node name", Change: func(f *KubeletFlags) { f.NodeName = "" }, WantErr: `--node-name "": must not be empty`},
+		{Name: "a node name too long for its pods", Change: func(f *KubeletFlags) { f.NodeName = strings.Repeat("a", 254) }, WantErr: `--node-name`},
+		{Name: "a negative port", Change: func(f *KubeletFlags) { f.ReadOnlyPort = -1 }, WantErr: "--read-only-port -1: a port is 0 (pick a free one) or 1 to 65535"},
+		{Name: "a port too large", Change: func(f *KubeletFlags) { f.ReadOnlyPort = 70000 }, WantErr: "--read-only-port 70000: a port is 0 (pick a free one) or 1 to 65535"},
+		{Name: "a port in use", Change: func(f *KubeletFlags) { f.ReadOnlyPort = busy }, WantErr: "--read-only-port " + strconv.Itoa(busy) + ": listen tcp 127.0.0.1:" + strconv.Itoa(busy) + ": bind: address already in use"},
+		{Name: "a wait of 0", Change: func(f *KubeletFlags) { f.Wait = 0 }, WantErr: "--wait 0s: must be more than 0"},
+		{Name: "a negative wait", Change: func(f *KubeletFlags) { f.Wait = -time.Minute }, WantErr: "--wait -1m0s: must be more than 0"},
+		{Name: "a log file that exists", Change: func(f *KubeletFlags) { f.KubeletLog = existing }, WantErr: "--kubelet-log " + existing + ": the file exists; name a new one (it is never overwritten)"},
+	}
+	validtable.Run(t, func() *KubeletFlags { f := good; return &f }, (*KubeletFlags).Validate, tests)
+	data, err := os.ReadFile(existing)
+	require.NoError(t, err)
+	assert.Equal(t, "an earlier run's log\n", string(data))
 }
