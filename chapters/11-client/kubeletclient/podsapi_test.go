@@ -23,6 +23,7 @@ import (
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/11-client/kubeletclient"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/fakecluster"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/tier"
 )
 
 // listen puts a listening unix socket at path, as a kubelet (or someone else) would.
@@ -127,7 +128,7 @@ func TestCheckPodsAPISocket(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.asRoot && !root {
-				t.Skip("giving a file to another user needs root")
+				tier.Unavailable(t, "root", errors.New("giving a file to another user needs root"))
 			}
 			path := tt.setup(t, fakecluster.PodsAPIDir(t))
 			err := kubeletclient.CheckPodsAPISocket(path)
@@ -331,7 +332,7 @@ func TestWatchPods(t *testing.T) {
 
 	waitFor := func(want ...string) {
 		t.Helper()
-		require.Eventually(t, func() bool { return assert.ObjectsAreEqual(want, got.get()) }, 10*time.Second, 10*time.Millisecond, "got %q", got.get())
+		require.EventuallyWithT(t, func(c *assert.CollectT) { assert.Equal(c, want, got.get()) }, 10*time.Second, 10*time.Millisecond)
 	}
 	waitFor("ADDED web", "INITIAL_SYNC_COMPLETE")
 	require.NoError(t, api.Send(podsv1alpha1.EventType_ADDED, pod("db", "n1")))

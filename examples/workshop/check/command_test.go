@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/repo"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/tier"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/examples/workshop/checks"
 )
 
@@ -66,7 +68,7 @@ func TestDefaultAnswersMissing(t *testing.T) {
 // temporary directory) ends the check, and the directory goes with it.
 func TestInterruptLeavesNothing(t *testing.T) {
 	if runtime.GOOS != "linux" {
-		t.Skip("exercise 16's check runs on Linux only")
+		tier.Unavailable(t, "Linux", errors.New("exercise 16's check runs on Linux only"))
 	}
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
