@@ -95,7 +95,11 @@ func TestPodsAPIOfARealKubelet(t *testing.T) {
 		}
 		require.Eventually(t, has("INITIAL_SYNC_COMPLETE"), time.Minute, 10*time.Millisecond)
 		mu.Lock()
-		assert.Equal(t, []string{"ADDED default/web-pods-api-node", "INITIAL_SYNC_COMPLETE"}, seen, "every pod, then the sync")
+		// Every pod, then the sync; a status the kubelet sets meanwhile may already follow it.
+		assert.Equal(t, []string{"ADDED default/web-pods-api-node", "INITIAL_SYNC_COMPLETE"}, seen[:min(2, len(seen))], "every pod, then the sync")
+		for _, e := range seen[min(2, len(seen)):] {
+			assert.Equal(t, "MODIFIED default/web-pods-api-node", e, "after the sync, only the pod's status changes: %q", seen)
+		}
 		mu.Unlock()
 
 		manifest := "apiVersion: v1\nkind: Pod\nmetadata:\n  name: extra\nspec:\n  containers:\n  - name: main\n    image: registry.k8s.io/pause:3.10.2\n"
