@@ -67,10 +67,6 @@ func (r *stuckRuntime) answer() {
 	}
 }
 
-// logSkipping is the sync loop's line while the runtime's health checks fail
-// (pkg/kubelet/kubelet.go, func (kl *Kubelet) syncLoop).
-const logSkipping = "Skipping pod synchronization"
-
 // plegSince is the part of the PLEG's message that differs from run to run: how long ago it last
 // relisted, 3m4.2s.
 var plegSince = regexp.MustCompile(`active (\d+m)[\d.]+s ago`)
@@ -80,8 +76,7 @@ var plegSince = regexp.MustCompile(`active (\d+m)[\d.]+s ago`)
 // kubelet's threshold is three minutes, and the story waits them.
 func RunPLEG(ctx context.Context, opts PLEGOptions) error {
 	runtime := &stuckRuntime{}
-	tap := newLogTap(logSkipping)
-	c, err := minicluster.Start(tap.context(ctx), minicluster.Options{
+	c, err := minicluster.Start(ctx, minicluster.Options{
 		NodeIP:        opts.Config.Address,
 		KubeletPort:   int(opts.Config.Port),
 		StaticPodPath: opts.Config.StaticPodPath,
@@ -120,7 +115,6 @@ func RunPLEG(ctx context.Context, opts PLEGOptions) error {
 			"the next relist finishes, and the next status is Ready"},
 	}
 	for i, st := range steps {
-		lines, _ := tap.since(0)
 		st.change()
 		timeout := opts.StepTimeout
 		if st.ready == corev1.ConditionFalse {
@@ -132,18 +126,6 @@ func RunPLEG(ctx context.Context, opts PLEGOptions) error {
 		}
 		fmt.Fprintf(opts.Out, "\n%2d. %s\n", i+1, st.title)
 		fmt.Fprintf(opts.Out, "    Node %s: Ready=%s  %s  %q\n", node, cond.Status, cond.Reason, plegSince.ReplaceAllString(cond.Message, "active $1… ago"))
-		if st.ready == corev1.ConditionFalse {
-			// The sync loop checks the same health before each iteration, and logs why it skips one.
-			var skipped []logLine
-			err := poll(ctx, opts.StepTimeout, "the sync loop's log line", func() (bool, string, error) {
-				skipped, _ = tap.since(len(lines))
-				return len(skipped) > 0, "none", nil
-			})
-			if err != nil {
-				return fmt.Errorf("step %d (%s): %w", i+1, st.title, err)
-			}
-			fmt.Fprintf(opts.Out, "    the sync loop's log: %q err=%q\n", skipped[0].msg, plegSince.ReplaceAllString(fmt.Sprint(skipped[0].err), "active $1… ago"))
-		}
 		for _, line := range splitLines(st.lesson) {
 			fmt.Fprintf(opts.Out, "    %s\n", line)
 		}
