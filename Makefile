@@ -54,7 +54,7 @@ clean-docker: ## Remove what running in Docker keeps: the volumes of Go's caches
 
 .PHONY: check
 check: ## Check a workshop exercise against your current cluster: make check EX=1.
-	@test -n "$(EX)" || { echo "make check EX=<exercise number>, 1 to 17"; exit 1; }
+	@test -n "$(EX)" || { echo "make check EX=<exercise number>, 1 to 20"; exit 1; }
 	@$(GO) build -o $(BIN)/check ./examples/workshop/check
 	@$(BIN)/check $(EX) $(ARGS)
 

@@ -118,8 +118,9 @@ func (e Exercise) Coding() bool { return e.Offline && e.Answers == "" }
 // then the kubelet's API from outside (address, certificate, token, proxy, an agent in the
 // cluster), then two coding exercises on the toy kubelet, then chapter 09 on minikube: a pod
 // that runs but is not Ready, and a node whose runtime stops; then chapter 13's Delve on the real
-// kubelet, on the attendee's own machine: a static pod's worker; last, back on the cluster, what
-// get nodes/proxy grants: a command run in a pod, both ways.
+// kubelet, on the attendee's own machine: a static pod's worker; back on the cluster, what
+// get nodes/proxy grants: a command run in a pod, both ways; last, chapter 10 on minikube: the
+// QoS classes on the node, an eviction in the kubelet's order, and CrashLoopBackOff's waits.
 var Exercises = []Exercise{
 	{1, "01-find-static-pods", "Find the control plane's static pods", "01-static-pods.yaml", false, checkFindStaticPods},
 	{2, "02-add-static-pod", "Add a static pod, edit it, delete its mirror", "02-static-pod.yaml", false, checkAddStaticPod},
@@ -138,6 +139,9 @@ var Exercises = []Exercise{
 	{15, "15-node-not-ready", "The runtime stops, and the Node goes NotReady", "15-node-not-ready.yaml", false, checkNodeNotReady},
 	{16, "16-worker-in-delve", "A static pod's worker, found in Delve", "16-worker-in-delve.yaml", true, checkWorkerInDelve},
 	{17, "17-nodes-proxy-exec", "What get nodes/proxy really grants", "17-nodes-proxy-exec.yaml", false, checkNodesProxyExec},
+	{18, "18-qos-on-the-node", "QoS classes, where the node keeps them", "18-qos-on-the-node.yaml", false, checkQoSOnTheNode},
+	{19, "19-eviction", "A threshold, and the kubelet's order of eviction", "19-eviction.yaml", false, checkEviction},
+	{20, "20-crashloop", "CrashLoopBackOff, in the kubelet's own numbers", "20-crashloop.yaml", false, checkCrashLoop},
 }
 
 // Find returns exercise n.

@@ -224,6 +224,40 @@ func answersFor(n int, rs runs) (map[string]string, error) {
 		a = map[string]any{"kubeletRefused": kubelet, "verb": verb[1],
 			"apiserverRefused": must(rs.line("--via=apiserver --token-file examples/workshop/answers/pods-reader.token", 0, `^error: (.*cannot get resource "nodes/proxy".*)$`)),
 			"throughTheProxy":  must(rs.line("--via=apiserver --token-file examples/workshop/answers/proxy-getter.token", 0, `^error: (.*400 Bad Request.*)$`))}
+	case 18:
+		// Each pod's class, cgroup and score as the three listings printed them, by the pod's name.
+		pods := map[string]any{}
+		for _, name := range []string{"besteffort", "burstable", "guaranteed"} {
+			score, e := strconv.Atoi(must(rs.line("oomScoreAdj", 0, `^`+name+` (-?\d+)$`)))
+			must("", e)
+			pods[name] = map[string]any{
+				"qosClass":    must(rs.line("custom-columns", 0, `^`+name+`\s+(\S+)\s`)),
+				"cgroup":      must(rs.line("cgroup_parent", 0, `^`+name+` (\S+)$`)),
+				"oomScoreAdj": score,
+			}
+		}
+		pods["cgroupDriver"] = must(rs.line("cgroupDriver", 0, `^(cgroupfs|systemd)$`))
+		a = pods
+	case 19:
+		// The threshold in the kubelet's message, the first of the two pods its journal says it
+		// evicted, the BestEffort pod's event, the condition's reason.
+		a = map[string]any{
+			"threshold":    must(rs.line("DisruptionTarget\")]}", 0, `Threshold quantity: ([^,\s]+),`)),
+			"evictedFirst": must(rs.line("evicted successfully", 0, `pod is evicted successfully" pod="qos/(\w+)"`)),
+			"besteffort":   must(rs.line("involvedObject.name=besteffort", 0, `^kubelet\s+(The node .*?)\s*$`)),
+			"pressure":     must(rs.line("MemoryPressure", 0, `^True (\S+) `)),
+		}
+	case 20:
+		// The waits, as the journal's lines gave them, in order; the BackOff event.
+		lines, e := rs.of("restarting failed container=pause", 0)
+		must("", e)
+		var waits []string
+		for _, l := range lines {
+			if m := regexp.MustCompile(`^back-off (\S+) restarting failed container=pause`).FindStringSubmatch(l); m != nil {
+				waits = append(waits, m[1])
+			}
+		}
+		a = map[string]any{"backOffs": waits, "event": must(rs.line("reason=BackOff", 0, `^kubelet\s+(Back-off .*?)\s*$`))}
 	default:
 		return nil, nil
 	}
@@ -265,6 +299,44 @@ func TestAnswersReadFromOutput(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"15-node-not-ready.yaml": "message: container runtime is down\nnotReadySince: \"2026-12-02T09:31:40Z\"\n" +
 		"reason: KubeletNotReady\nsecondsToNotReady: 35\n"}, files)
+
+	files, err = answersFor(18, runs{
+		ran("kubectl -n qos get pods -o custom-columns=NAME:.metadata.name,QOS:.status.qosClass,UID:.metadata.uid", "NAME         QOS          UID\n"+
+			"besteffort   BestEffort   91a31231-abf5-42cd-a496-f80bed725afd\nburstable    Burstable    d6db6e50-2203-4566-9ec5-57908340d237\nguaranteed   Guaranteed   c46156aa-ad78-479c-9b6b-45f1b6d88c74\n"),
+		ran("kubectl get --raw /api/v1/nodes/minikube/proxy/configz | jq -r .kubeletconfig.cgroupDriver", "systemd\n"),
+		ran("minikube ssh -- 'for p in … {{.info.config.linux.cgroup_parent}} …'", "besteffort kubepods-besteffort-pod91a31231_abf5_42cd_a496_f80bed725afd.slice\r\n"+
+			"burstable kubepods-burstable-podd6db6e50_2203_4566_9ec5_57908340d237.slice\r\nguaranteed kubepods-podc46156aa_ad78_479c_9b6b_45f1b6d88c74.slice\r\n"),
+		ran("minikube ssh -- 'for p in … {{.info.runtimeSpec.process.oomScoreAdj}} …'", "besteffort 1000\r\nburstable 993\r\nguaranteed -997\r\n"),
+	})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"18-qos-on-the-node.yaml": "besteffort:\n  cgroup: kubepods-besteffort-pod91a31231_abf5_42cd_a496_f80bed725afd.slice\n  oomScoreAdj: 1000\n  qosClass: BestEffort\n" +
+		"burstable:\n  cgroup: kubepods-burstable-podd6db6e50_2203_4566_9ec5_57908340d237.slice\n  oomScoreAdj: 993\n  qosClass: Burstable\ncgroupDriver: systemd\n" +
+		"guaranteed:\n  cgroup: kubepods-podc46156aa_ad78_479c_9b6b_45f1b6d88c74.slice\n  oomScoreAdj: -997\n  qosClass: Guaranteed\n"}, files)
+
+	files, err = answersFor(19, runs{
+		ran("kubectl get node minikube -o jsonpath='{range .status.conditions[?(@.type==\"MemoryPressure\")]}…'", "True KubeletHasInsufficientMemory kubelet has insufficient memory available\n"),
+		ran("minikube ssh -- 'sudo journalctl -u kubelet --no-pager | grep -e \"pods ranked for eviction\" -e \"evicted successfully\" | grep qos/'",
+			"Dec 07 03:42:44 minikube kubelet[6432]: I1207 03:42:44.411675    6432 eviction_manager.go:658] \"Eviction manager: pod is evicted successfully\" pod=\"qos/guaranteed\"\r\n"+
+				"Dec 07 03:42:45 minikube kubelet[6432]: I1207 03:42:45.702498    6432 eviction_manager.go:658] \"Eviction manager: pod is evicted successfully\" pod=\"qos/burstable\"\r\n"),
+		ran("kubectl -n qos get pod guaranteed -o jsonpath='{range .status.conditions[?(@.type==\"DisruptionTarget\")]}{.reason}: {.message}{\"\\n\"}{end}'",
+			"TerminationByKubelet: The node was low on resource: memory. Threshold quantity: 23700Mi, available: 24032800Ki. \n"),
+		ran("kubectl -n qos get events --field-selector involvedObject.name=besteffort,reason=Evicted -o custom-columns=FROM:.source.component,MESSAGE:.message",
+			"FROM      MESSAGE\nkubelet   The node had condition: [MemoryPressure]. \n"),
+	})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"19-eviction.yaml": "besteffort: 'The node had condition: [MemoryPressure].'\nevictedFirst: guaranteed\n" +
+		"pressure: KubeletHasInsufficientMemory\nthreshold: 23700Mi\n"}, files)
+
+	files, err = answersFor(20, runs{
+		ran("minikube ssh -- 'sudo journalctl -u kubelet --no-pager | grep -o \"back-off [0-9ms]* restarting failed container=pause pod=crashloop_crashloop([0-9a-f-]*)\" | uniq'",
+			"back-off 10s restarting failed container=pause pod=crashloop_crashloop(c0ffee00-0000-4000-8000-000000000001)\r\n"+
+				"back-off 20s restarting failed container=pause pod=crashloop_crashloop(c0ffee00-0000-4000-8000-000000000001)\r\n"+
+				"back-off 40s restarting failed container=pause pod=crashloop_crashloop(c0ffee00-0000-4000-8000-000000000001)\r\n"),
+		ran("kubectl -n crashloop get events --field-selector reason=BackOff -o custom-columns=FROM:.source.component,MESSAGE:.message",
+			"FROM      MESSAGE\nkubelet   Back-off restarting failed container pause in pod crashloop_crashloop(c0ffee00-0000-4000-8000-000000000001)\n"),
+	})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"20-crashloop.yaml": "backOffs:\n- 10s\n- 20s\n- 40s\nevent: Back-off restarting failed container pause in pod crashloop_crashloop(c0ffee00-0000-4000-8000-000000000001)\n"}, files)
 
 	exec := "go run ./examples/workshop/17-nodes-proxy-exec --node minikube "
 	files, err = answersFor(17, runs{
