@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/tier"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -91,17 +89,10 @@ func TestBuildRunImage(t *testing.T) {
 	image, err := BuildRunImage(context.Background(), opts)
 	require.NoError(t, err)
 	assert.True(t, image.Built)
-	tag, err := name.NewTag(opts.Ref)
-	require.NoError(t, err)
-	img, err := tarball.ImageFromPath(opts.Out, &tag)
-	require.NoError(t, err)
-	config, err := img.ConfigFile()
-	require.NoError(t, err)
+	config, layers := loadImage(t, opts.Out, opts.Ref)
 	assert.Equal(t, runImageEnv, config.Config.Env)
 	require.Len(t, config.History, 2)
 	assert.Equal(t, "kubelet-walkthrough lab: Go go1.26.8", config.History[1].CreatedBy)
-	layers, err := img.Layers()
-	require.NoError(t, err)
 	require.Len(t, layers, 2)
 	rootEntries, _ := layerEntries(t, layers[0])
 	assert.Contains(t, rootEntries, "/etc/os-release")
