@@ -263,3 +263,9 @@ func lastWord(s string) string {
 	}
 	return f[0][strings.LastIndex(f[0], ".")+1:]
 }
+
+// tail is the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}

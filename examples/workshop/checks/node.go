@@ -156,9 +156,3 @@ func unixStamp(s string) (time.Time, error) {
 	}
 	return time.Unix(secs, nanos), nil
 }
-
-// tail is the last n lines of s.
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
