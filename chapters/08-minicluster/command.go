@@ -123,7 +123,8 @@ func (o *clusterOptions) validate() error {
 		return fmt.Errorf("--apiserver-port %d: only in the private network namespace (with --node-ip, kubectl reaches the apiserver at the node IP)", o.apiserverPort)
 	}
 	if o.nodeIP != "" {
-		if err := checkNodeIP(o.nodeIP); err != nil {
+		// The check minicluster.Start makes, made first and naming the flag.
+		if err := minicluster.CheckNodeIP("--node-ip", o.nodeIP); err != nil {
 			return err
 		}
 	}
@@ -149,28 +150,6 @@ func (o *clusterOptions) validate() error {
 		return fmt.Errorf("--relay-port %d: a port is 1 to 65535", o.relayPort)
 	}
 	return nil
-}
-
-// checkNodeIP is the check minicluster.Start makes, made first and naming the flag: the node IP
-// must be a global unicast address of this machine (the kubelet checks its interfaces).
-func checkNodeIP(ip string) error {
-	parsed := net.ParseIP(ip)
-	switch {
-	case parsed == nil:
-		return fmt.Errorf("--node-ip %q: not an IP address", ip)
-	case parsed.IsLoopback() || !parsed.IsGlobalUnicast():
-		return fmt.Errorf("--node-ip %s: the kubelet refuses loopback, link-local and multicast node IPs; name an address of this machine's network", ip)
-	}
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return fmt.Errorf("--node-ip %s: %w", ip, err)
-	}
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(parsed) {
-			return nil
-		}
-	}
-	return fmt.Errorf("--node-ip %s: not an address of this machine (the kubelet checks its interfaces)", ip)
 }
 
 func (o *clusterOptions) complete() error {

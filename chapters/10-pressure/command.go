@@ -42,14 +42,9 @@ type pressureOptions struct {
 // each of the other troubles.
 func NewPressureCommand(ctx context.Context) *cobra.Command {
 	o := &pressureOptions{}
-	cmd := &cobra.Command{
-		Use:   "10-pressure",
-		Short: "Memory pressure on the real kubelet: MemoryPressure, the eviction order, evicted pods and the static pod that stays (a mini-cluster in a private network namespace)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
+	cmd := o.newStory("10-pressure",
+		"Memory pressure on the real kubelet: MemoryPressure, the eviction order, evicted pods and the static pod that stays (a mini-cluster in a private network namespace)",
+		func(cmd *cobra.Command) error {
 			if err := o.complete(true); err != nil {
 				return err
 			}
@@ -59,8 +54,7 @@ func NewPressureCommand(ctx context.Context) *cobra.Command {
 					TransitionPeriod: o.transitionPeriod, StepTimeout: o.timeout, Out: cmd.OutOrStdout(),
 				})
 			})
-		},
-	}
+		})
 	f := cmd.PersistentFlags()
 	f.StringVar(&o.config, "config", "examples/kubelet-config.yaml", "the kubelet's configuration file: the reading notes' by default")
 	f.StringVar(&o.kubeletLog, "kubelet-log", "", `file for the kubelet's own log lines; "-" for stderr; default: a temporary file removed on exit`)
@@ -71,16 +65,27 @@ func NewPressureCommand(ctx context.Context) *cobra.Command {
 	return cmd
 }
 
-// newQoSCommand prints the QoS class, cgroup and oom_score_adj of the scenario's pods.
-func newQoSCommand(o *pressureOptions) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "qos",
-		Short: "Each pod's QoS class, its cgroup under either cgroup driver and its containers' oom_score_adj, from the kubelet's own functions",
+// newStory builds one of the chapter's commands: it takes no arguments, checks every flag
+// (validate), then runs the story.
+func (o *pressureOptions) newStory(use, short string, story func(cmd *cobra.Command) error) *cobra.Command {
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.validate(); err != nil {
 				return err
 			}
+			return story(cmd)
+		},
+	}
+}
+
+// newQoSCommand prints the QoS class, cgroup and oom_score_adj of the scenario's pods.
+func newQoSCommand(o *pressureOptions) *cobra.Command {
+	cmd := o.newStory("qos",
+		"Each pod's QoS class, its cgroup under either cgroup driver and its containers' oom_score_adj, from the kubelet's own functions",
+		func(cmd *cobra.Command) error {
 			if err := o.complete(true); err != nil {
 				return err
 			}
@@ -94,31 +99,20 @@ func newQoSCommand(o *pressureOptions) *cobra.Command {
 			fmt.Fprintf(out, "the default (the pod container manager), and sets their containers' oom_score_adj\n")
 			fmt.Fprintf(out, "(GetContainerOOMScoreAdjust). No kubelet runs: these are its functions, called.\n\n")
 			return pressure.PrintQoS(out, pressure.SortedPods(pods), o.loaded.Memory.Value(), types.NodeName(realkubelet.DefaultNodeName))
-		},
-	}
+		})
 	cmd.Flags().StringVar(&o.scenario, "scenario", "chapters/10-pressure/node.yaml", "the node's memory and the pods")
 	return cmd
 }
 
 // newBackOffCommand is the CrashLoopBackOff story.
 func newBackOffCommand(ctx context.Context, o *pressureOptions) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "backoff",
-		Short: "A container that keeps exiting, and the back-off the real kubelet waits before each restart",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
-			if err := o.validateBackOff(); err != nil {
-				return err
-			}
+	cmd := o.newStory("backoff", "A container that keeps exiting, and the back-off the real kubelet waits before each restart",
+		func(cmd *cobra.Command) error {
 			return o.standalone(ctx, cmd, func(ctx context.Context) error {
 				return pressure.RunBackOff(ctx, pressure.BackOffOptions{RunFor: o.runFor, MaxRestartPeriod: o.maxRestartPeriod,
 					Starts: o.starts, StepTimeout: o.timeout, Out: cmd.OutOrStdout()})
 			})
-		},
-	}
+		})
 	cmd.Flags().DurationVar(&o.runFor, "run-for", time.Second, "how long each start of the container runs before it exits")
 	cmd.Flags().DurationVar(&o.maxRestartPeriod, "max-restart-period", 30*time.Second, "the kubelet's crashLoopBackOff.maxContainerRestartPeriod: 1s to 5m")
 	cmd.Flags().IntVar(&o.starts, "starts", 6, "how many starts of the container to watch: 2 to 20")
@@ -127,37 +121,22 @@ func newBackOffCommand(ctx context.Context, o *pressureOptions) *cobra.Command {
 
 // newPLEGCommand is the "PLEG is not healthy" story.
 func newPLEGCommand(ctx context.Context, o *pressureOptions) *cobra.Command {
-	return &cobra.Command{
-		Use:   "pleg",
-		Short: `A runtime that stops answering the PLEG's relist, and "PLEG is not healthy" in the Node's Ready condition after the kubelet's three minutes (a mini-cluster in a private network namespace)`,
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
+	return o.newStory("pleg",
+		`A runtime that stops answering the PLEG's relist, and "PLEG is not healthy" in the Node's Ready condition after the kubelet's three minutes (a mini-cluster in a private network namespace)`,
+		func(cmd *cobra.Command) error {
 			if err := o.complete(false); err != nil {
 				return err
 			}
 			return o.inPrivateNetwork(ctx, cmd, func(ctx context.Context) error {
 				return pressure.RunPLEG(ctx, pressure.PLEGOptions{Config: o.kubeletConfig, StepTimeout: o.timeout, Out: cmd.OutOrStdout()})
 			})
-		},
-	}
+		})
 }
 
 // newPullsCommand is the image pulls story.
 func newPullsCommand(ctx context.Context, o *pressureOptions) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "pulls",
-		Short: "Three pods' images pulled with serializeImagePulls true and false, from an image service whose pulls take a delay",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
-			if o.pullDelay < time.Second || o.pullDelay > time.Minute {
-				return fmt.Errorf("--pull-delay %s: 1s to 1m0s", o.pullDelay)
-			}
+	cmd := o.newStory("pulls", "Three pods' images pulled with serializeImagePulls true and false, from an image service whose pulls take a delay",
+		func(cmd *cobra.Command) error {
 			if err := o.complete(false); err != nil {
 				return err
 			}
@@ -165,13 +144,13 @@ func newPullsCommand(ctx context.Context, o *pressureOptions) *cobra.Command {
 				return pressure.RunPulls(ctx, pressure.PullsOptions{Delay: o.pullDelay, NotesSetting: o.kubeletConfig.SerializeImagePulls,
 					StepTimeout: o.timeout, Out: cmd.OutOrStdout()})
 			})
-		},
-	}
+		})
 	cmd.Flags().DurationVar(&o.pullDelay, "pull-delay", 2*time.Second, "how long each PullImage takes to answer: 1s to 1m")
 	return cmd
 }
 
-// validate checks the flags every story has, before anything starts.
+// validate checks every flag before anything starts: those a story does not have keep their
+// defaults, which pass.
 func (o *pressureOptions) validate() error {
 	if err := program.Positive("--timeout", o.timeout); err != nil {
 		return err
@@ -181,15 +160,9 @@ func (o *pressureOptions) validate() error {
 			return err
 		}
 	}
-	if o.transitionPeriod < 0 {
-		return fmt.Errorf("--pressure-transition-period %s: must not be negative", o.transitionPeriod)
-	}
-	return nil
-}
-
-// validateBackOff checks the back-off story's flags.
-func (o *pressureOptions) validateBackOff() error {
 	switch {
+	case o.transitionPeriod < 0:
+		return fmt.Errorf("--pressure-transition-period %s: must not be negative", o.transitionPeriod)
 	case o.runFor <= 0:
 		return fmt.Errorf("--run-for %s: must be more than 0", o.runFor)
 	case o.starts < 2 || o.starts > 20:
@@ -198,6 +171,8 @@ func (o *pressureOptions) validateBackOff() error {
 		// The kubelet's own bounds (pkg/kubelet/apis/config/validation/validation.go#L254-L256
 		// (utilvalidation.IsInRange)).
 		return fmt.Errorf("--max-restart-period %s: 1s to 5m0s, as the kubelet allows", o.maxRestartPeriod)
+	case o.pullDelay < time.Second || o.pullDelay > time.Minute:
+		return fmt.Errorf("--pull-delay %s: 1s to 1m0s", o.pullDelay)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/13-debugger/headless"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/repo"
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/validtable"
 )
@@ -97,10 +98,9 @@ func TestChainAsANormalUser(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	dlv := filepath.Join(dir, "dlv")
-	out, err := exec.Command("go", "build", "-C", repo.Path("chapters", "machinery", "support", "delve"), "-o", dlv, "github.com/go-delve/delve/cmd/dlv").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	require.NoError(t, headless.Build(context.Background(), repo.Path(), dlv))
 	binary := filepath.Join(dir, "kubelet-chain")
-	out, err = exec.Command("go", "build", "-gcflags="+chainPackage+"=-N -l", "-o", binary, chainPackage).CombinedOutput()
+	out, err := exec.Command("go", "build", "-gcflags="+chainPackage+"=-N -l", "-o", binary, chainPackage).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	work := filepath.Join(dir, "chain")
 	require.NoError(t, os.Mkdir(work, 0o700))
@@ -116,12 +116,12 @@ func TestChainAsANormalUser(t *testing.T) {
 		}
 		require.NoError(t, os.Chmod(dir, 0o755))
 	}
-	session, err := startDelve(ctx, dlv, binary, work, filepath.Join(t.TempDir(), "session.log"), credential)
+	session, err := headless.Start(ctx, headless.Program{Dlv: dlv, Args: []string{binary, work}, Dir: dir, Credential: credential})
 	require.NoError(t, err)
-	defer session.stop()
+	defer session.Stop()
 	var story bytes.Buffer
 	o := &debugOptions{frames: 1, out: &story}
-	require.NoError(t, o.step(session.client, paths{}), "%s\n%s", &story, session.tail())
+	require.NoError(t, o.step(session.Client, paths{}), "%s\n%s", &story, session.Tail())
 	for i, s := range chain {
 		assert.Contains(t, story.String(), fmt.Sprintf("%2d. %s — ", i+1, shortFunc(s.function)))
 	}

@@ -4,19 +4,16 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/go-delve/delve/service/api"
 	"github.com/go-delve/delve/service/rpc2"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/13-debugger/stops"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/13-debugger/headless"
 )
 
 // A step is one function of the chain, where the session stops.
@@ -103,7 +100,7 @@ func (o *debugOptions) run(ctx context.Context) error {
 	dlv := o.dlv
 	if dlv == "" {
 		dlv = filepath.Join(dir, "dlv")
-		if _, err := goCommand(ctx, filepath.Join(p.root, "chapters", "machinery", "support", "delve"), "build", "-o", dlv, "github.com/go-delve/delve/cmd/dlv"); err != nil {
+		if err := headless.Build(ctx, p.root, dlv); err != nil {
 			return err
 		}
 	}
@@ -130,22 +127,17 @@ func (o *debugOptions) run(ctx context.Context) error {
 	if err := os.Mkdir(work, 0o700); err != nil {
 		return err
 	}
-	session, err := startDelve(ctx, dlv, binary, work, filepath.Join(dir, "session.log"), nil)
+	// Delve serves on a unix socket in dir, which only this user can open: Delve asks no
+	// credentials.
+	session, err := headless.Start(ctx, headless.Program{Dlv: dlv, Args: []string{binary, work}, Dir: dir})
 	if err != nil {
 		return err
 	}
-	defer session.stop()
-	// Delve answers a continue only when the program stops: Ctrl-C or --timeout end the wait, and
-	// session.stop (deferred) ends Delve and the program.
-	stepped := make(chan error, 1)
-	go func() { stepped <- o.step(session.client, p) }()
-	select {
-	case err = <-stepped:
-	case <-ctx.Done():
-		err = fmt.Errorf("stopped waiting for Delve: %w", context.Cause(ctx))
-	}
-	if err != nil {
-		return fmt.Errorf("%w\nthe program's output, last lines:\n%s", err, session.tail())
+	defer session.Stop()
+	// Ctrl-C or --timeout end the wait for a stop, and session.Stop (deferred) ends Delve and the
+	// program.
+	if err := session.Drive(ctx, func(client *rpc2.RPCClient) error { return o.step(client, p) }); err != nil {
+		return fmt.Errorf("%w\nthe program's output, last lines:\n%s", err, session.Tail())
 	}
 	fmt.Fprintf(o.out, "%d steps, in the chain's order, each stopped once. Delve then ended the program.\n", len(chain))
 	return nil
@@ -160,7 +152,7 @@ func (o *debugOptions) step(client *rpc2.RPCClient, p paths) error {
 		}
 	}
 	for i, s := range chain {
-		state, err := stops.ContinueTo(client, s.function)
+		state, err := headless.ContinueTo(client, s.function)
 		if err != nil {
 			return err
 		}
@@ -222,74 +214,4 @@ func goCommand(ctx context.Context, dir string, args ...string) (string, error) 
 		return "", fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
 	}
 	return strings.TrimSpace(string(out)), nil
-}
-
-// delve is a headless Delve with the chain under it, and the client connected to it.
-type delve struct {
-	cmd    *exec.Cmd
-	exited chan error
-	client *rpc2.RPCClient
-	log    string
-}
-
-// startDelve starts `dlv exec --headless` on a unix socket in work's parent (a directory only
-// this user can open: Delve asks no credentials) and connects to it. The program's own output,
-// and Delve's, go to log. A credential, when given, runs Delve and the program as another user.
-func startDelve(ctx context.Context, dlv, binary, work, log string, as *syscall.Credential) (*delve, error) {
-	socket := filepath.Join(filepath.Dir(work), "dlv.sock")
-	out, err := os.OpenFile(log, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	defer out.Close()
-	cmd := exec.Command(dlv, "exec", "--headless", "--api-version=2", "--listen=unix:"+socket, binary, "--", work)
-	cmd.Stdout, cmd.Stderr = out, out
-	if as != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: as}
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start Delve: %w", err)
-	}
-	d := &delve{cmd: cmd, exited: make(chan error, 1), log: log}
-	go func() { d.exited <- cmd.Wait() }()
-	for {
-		conn, err := net.Dial("unix", socket)
-		if err == nil {
-			d.client = rpc2.NewClientFromConn(conn)
-			d.client.SetReturnValuesLoadConfig(&api.LoadConfig{}) // what a call returns: nothing to load
-			return d, nil
-		}
-		select {
-		case err := <-d.exited:
-			return nil, fmt.Errorf("delve exited before it served (%v):\n%s", err, d.tail())
-		case <-ctx.Done():
-			_ = cmd.Process.Kill()
-			<-d.exited
-			return nil, fmt.Errorf("delve did not serve on %s: %w\n%s", socket, ctx.Err(), d.tail())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-// stop ends the program and Delve: Detach(kill) has Delve kill the program and exit; a Delve that
-// does not is killed by its PID (the program, no longer traced, then dies with it: the chain
-// asks the kernel for that).
-func (d *delve) stop() {
-	go func() { _ = d.client.Detach(true) }()
-	select {
-	case <-d.exited:
-	case <-time.After(15 * time.Second):
-		_ = d.cmd.Process.Kill()
-		<-d.exited
-	}
-}
-
-// tail is the last lines of the program's and Delve's output.
-func (d *delve) tail() string {
-	data, err := os.ReadFile(d.log)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-15):], "\n")
 }

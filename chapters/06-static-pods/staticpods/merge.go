@@ -35,15 +35,6 @@ type Merger struct {
 // NewMerger returns a Merger for the "file" source.
 func NewMerger() *Merger { return &Merger{Source: kubetypes.FileSource} }
 
-// Pods returns copies of the pods the Merger currently holds.
-func (m *Merger) Pods() []*v1.Pod {
-	out := make([]*v1.Pod, 0, len(m.pods))
-	for _, p := range m.pods {
-		out = append(out, p.DeepCopy())
-	}
-	return out
-}
-
 // Merge takes the source's complete current set and returns the updates that lead there.
 func (m *Merger) Merge(set []*v1.Pod) []kubetypes.PodUpdate {
 	firstSet := !m.seen

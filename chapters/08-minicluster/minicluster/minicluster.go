@@ -123,7 +123,10 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if opts.Context == "" {
 		opts.Context = "walkthrough"
 	}
-	if err := checkNodeIP(opts.NodeIP); err != nil {
+	if opts.NodeIP == "" {
+		return nil, errors.New("a node IP is needed: the kubelet refuses loopback addresses; use an address of this machine, or a private network namespace (package netns)")
+	}
+	if err := CheckNodeIP("node IP", opts.NodeIP); err != nil {
 		return nil, err
 	}
 	if opts.KubeletPort != 0 && len(opts.NodeNames) > 1 {
@@ -293,27 +296,26 @@ func (c *Cluster) startAPIServer(storage *storagebackend.Config, flags []string)
 	return nil
 }
 
-// checkNodeIP refuses what the kubelet would refuse, with advice instead of a log line.
-func checkNodeIP(ip string) error {
+// CheckNodeIP refuses what the kubelet would refuse, with advice instead of a log line; name is
+// what the reader called the address (a flag, or "node IP").
+func CheckNodeIP(name, ip string) error {
 	parsed := net.ParseIP(ip)
 	switch {
-	case ip == "":
-		return errors.New("a node IP is needed: the kubelet refuses loopback addresses; use an address of this machine, or a private network namespace (package netns)")
 	case parsed == nil:
-		return fmt.Errorf("node IP %q is not an IP address", ip)
+		return fmt.Errorf("%s %q: not an IP address", name, ip)
 	case parsed.IsLoopback() || !parsed.IsGlobalUnicast():
-		return fmt.Errorf("node IP %s: the kubelet refuses loopback, link-local and multicast node IPs (validateNodeIP), and the apiserver proxies only to global unicast ones", ip)
+		return fmt.Errorf("%s %s: the kubelet refuses loopback, link-local and multicast node IPs (validateNodeIP), and the apiserver proxies only to global unicast ones; name an address of this machine's network", name, ip)
 	}
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
-		return err
+		return fmt.Errorf("%s %s: %w", name, ip, err)
 	}
 	for _, a := range addrs {
 		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(parsed) {
 			return nil
 		}
 	}
-	return fmt.Errorf("node IP %s is not an address of this machine (the kubelet checks its interfaces)", ip)
+	return fmt.Errorf("%s %s: not an address of this machine (the kubelet checks its interfaces)", name, ip)
 }
 
 // writeKubeconfig writes the admin kubeconfig that kubectl and client-go read.

@@ -19,7 +19,6 @@ type programTB struct {
 	mu       sync.Mutex
 	cleanups []func()
 	failed   bool
-	dirs     []string
 }
 
 func (t *programTB) Attr(string, string) {}

@@ -208,11 +208,7 @@ func fillCache(ctx context.Context, opts images.Options, kubernetesBinaries, cac
 	}
 	w := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
 	for _, image := range built {
-		state := "up to date"
-		if image.Built {
-			state = "built"
-		}
-		fmt.Fprintf(w, "%s\t%s\t%d MB\t%s\n", image.Ref, image.Archive, (image.Size+1<<19)>>20, state)
+		fmt.Fprintln(w, image)
 	}
 	if err := w.Flush(); err != nil {
 		return err
@@ -253,11 +249,7 @@ func newBaseImageCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			state := "up to date"
-			if image.Built {
-				state = "built"
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s\t%s\t%d MB\t%s in %s\n", image.Ref, image.Archive, (image.Size+1<<19)>>20, state, time.Since(start).Round(100*time.Millisecond))
+			fmt.Fprintf(cmd.OutOrStdout(), "%s in %s\n", image, time.Since(start).Round(100*time.Millisecond))
 			return nil
 		},
 	}
@@ -298,11 +290,7 @@ func newRunImageCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			state := "up to date"
-			if image.Built {
-				state = "built"
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s\t%s\t%d MB\t%s in %s\n", image.Ref, image.Archive, (image.Size+1<<19)>>20, state, time.Since(start).Round(100*time.Millisecond))
+			fmt.Fprintf(cmd.OutOrStdout(), "%s in %s\n", image, time.Since(start).Round(100*time.Millisecond))
 			return nil
 		},
 	}

@@ -325,9 +325,6 @@ func (l *Lab) Env() []string {
 	return env
 }
 
-// Attendee says whether the lab's commands run as the attendee.
-func (l *Lab) Attendee() bool { return l.laptop != nil }
-
 // Settings are the lab's own variables (what Env adds), one NAME=value each.
 func (l *Lab) Settings() []string { return append([]string(nil), l.env...) }
 

@@ -224,25 +224,3 @@ func TestGlossaryCheckerCatches(t *testing.T) {
 		})
 	}
 }
-
-// calques are word-for-word renderings a review found, with what a Chinese reader would write.
-var calques = map[string]string{
-	"带退避地": "先休眠再重试，每次等待加倍（退避）",
-	"一道接缝": "把两部分连接起来",
-}
-
-// TestNoCalques: no Chinese note keeps a calque the review listed.
-func TestNoCalques(t *testing.T) {
-	notes, err := filepath.Glob(filepath.Join("zh", "*.md"))
-	require.NoError(t, err)
-	for _, file := range notes {
-		data, err := os.ReadFile(file)
-		require.NoError(t, err)
-		p := prose(string(data))
-		for calque, natural := range calques {
-			for _, k := range findAll(p, calque) {
-				t.Errorf("%s:%d: %q is a calque: write it as Chinese does, e.g. %q", file, lineAt(p, k), calque, natural)
-			}
-		}
-	}
-}

@@ -12,10 +12,13 @@
 //     modules, the client's light dependency graph;
 //   - layout_test.go: the README's layout section and the tree agree;
 //   - linkname_test.go: every //go:linkname declaration against the pinned source;
-//   - makefile_test.go, platforms_test.go, prerequisites_test.go, bench_test.go: the Makefile's
-//     test commands, where each chapter runs, make test's prerequisites, the benchmarks' ratios;
+//   - makefile_test.go, platforms_test.go, prerequisites_test.go: the scripts of .ci the Makefile
+//     runs, where each chapter runs, make test's prerequisites;
+//   - rootdirs_test.go: every package whose tests can start a kubelet removes what its stopped
+//     kubelets' pod workers leave in TMPDIR (nothing left behind);
 //   - skips_test.go: every skip goes through chapters/machinery/testsupport/tier (which fails under CI=true
-//     what CI promises), but for the few listed, each saying why it is not a tier's.
+//     what CI promises), but for the few listed, each saying why it is not a tier's: a bare skip
+//     would pass in CI what CI promises to run.
 //
 // Two commands live here too: typecheck (chapters/machinery/repocheck/typecheck), which type-checks the
 // chapters that run on macOS and Windows for those platforms, from source (make verify-platforms), and

@@ -54,8 +54,5 @@ func walkGoFiles(root string, mode parser.Mode, want func(rel string) bool, fn f
 	})
 }
 
-// tests accepts test files (and every directory).
-func tests(rel string) bool { return strings.HasSuffix(rel, "/") || strings.HasSuffix(rel, "_test.go") }
-
 // all accepts every Go file.
 func all(string) bool { return true }

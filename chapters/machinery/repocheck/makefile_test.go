@@ -4,50 +4,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// TestMakefileGoTests: every `go test` of the Makefile says how long it may take (a cold build on
-// 2 cores outlasts go test's default 10 minutes, and a hung test must still end), and those that
-// run whole packages' tests shuffle them, so that no test depends on another having run first.
-func TestMakefileGoTests(t *testing.T) {
-	data, err := os.ReadFile("../Makefile")
-	require.NoError(t, err)
-	goTest := regexp.MustCompile(`(?m)^\t.*\$\(GO\) test .*$`)
-	lines := goTest.FindAllString(string(data), -1)
-	require.NotEmpty(t, lines, "the Makefile's go test commands")
-	whole := 0
-	for _, line := range lines {
-		if strings.Contains(line, "echo ") {
-			continue // what a target prints it will run, not a run
-		}
-		assert.Contains(t, line, " -timeout $(TIMEOUT) ", "%s", strings.TrimSpace(line))
-		// make test's stages run in a temporary directory of their own, which must stay empty.
-		if (strings.Contains(line, "-shuffle=on") && !strings.Contains(line, "./chapters/$*/")) ||
-			(strings.Contains(line, "TestChapterREADMEs") && !strings.Contains(line, "-update")) || strings.Contains(line, "TestRehearseWorkshop") {
-			assert.Contains(t, line, ".ci/clean-tmp ", "%s", strings.TrimSpace(line))
-		}
-		// A command that picks its tests (-run) runs a few named ones; one that does not, runs all.
-		if !strings.Contains(line, " -run ") {
-			whole++
-			assert.Contains(t, line, " -shuffle=on ", "%s", strings.TrimSpace(line))
-		}
-	}
-	assert.GreaterOrEqual(t, whole, 3, "test-unit, test-race and test-<chapter> run whole packages")
-
-	// The README runs are a script's (.ci/readmes): its one go test command has a timeout and runs
-	// in a temporary directory of its own.
-	readmes, err := os.ReadFile("../.ci/readmes")
-	require.NoError(t, err)
-	run := regexp.MustCompile(`(?m)^\s*\.ci/clean-tmp .*"\$GO" test -timeout "\$TIMEOUT" .*$`).FindAllString(string(readmes), -1)
-	assert.Len(t, run, 1, ".ci/readmes runs go test through .ci/clean-tmp with -timeout, in one place")
-	assert.Equal(t, 1, strings.Count(string(readmes), `"$GO" test`), ".ci/readmes has one go test command")
-}
 
 // TestCleanTmp: .ci/clean-tmp fails a command that leaves anything in its temporary directory,
 // says what, and removes it; a command that leaves nothing passes with its own exit status.

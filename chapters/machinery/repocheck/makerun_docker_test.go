@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strings"
 	"syscall"
@@ -102,27 +101,11 @@ func TestMakeRunInDocker(t *testing.T) {
 		s := startInTerminal(t, root, env, "run", "RUN_IN=docker")
 		s.waitFor(t, "Serving until Ctrl-C.", 15*time.Minute)
 		t.Logf("make run in Docker served after %s", s.since())
-		base := regexp.MustCompile(`(?m)^\s+curl -s (http://127\.0\.0\.1:\d+)/pods$`).FindStringSubmatch(s.output())
+		base := curlPods.FindStringSubmatch(s.output())
 		require.NotNil(t, base, "the URL to ask:\n%s", s.output())
 		assert.Equal(t, "http://127.0.0.1:10255", base[1], "the port the container publishes")
 		client := &http.Client{Transport: &http.Transport{DialContext: dial}, Timeout: 10 * time.Second}
-		resp, err := client.Get(base[1] + "/pods")
-		require.NoError(t, err, "/pods through the published port")
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		require.NoError(t, err)
-		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
-		var pods struct {
-			Items []struct {
-				Metadata struct{ Name string } `json:"metadata"`
-			} `json:"items"`
-		}
-		require.NoError(t, json.Unmarshal(body, &pods))
-		var names []string
-		for _, p := range pods.Items {
-			names = append(names, p.Metadata.Name)
-		}
-		assert.Contains(t, names, "web-walkthrough", "%s", body)
+		assert.Contains(t, podNames(t, client, base[1]), "web-walkthrough", "/pods through the published port")
 		assert.Regexp(t, `(?m)^default\s+web-walkthrough\s+Running\s`, s.output(), "the table of pods")
 
 		require.NoError(t, s.ctrlC(t, time.Minute), "make run after Ctrl-C:\n%s", s.output())

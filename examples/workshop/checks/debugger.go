@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +17,7 @@ import (
 	"github.com/go-delve/delve/service/rpc2"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/07-syncloop/gosource"
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/13-debugger/stops"
+	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/13-debugger/headless"
 )
 
 // Exercise 16: chapter 13's Delve on chapter 07's sync loop — which goroutine starts a static
@@ -31,7 +30,6 @@ const (
 	workerExercise = "examples/workshop/16-worker-in-delve"
 	workerPods     = workerExercise + "/static-pods"
 	workerProgram  = "./chapters/04-runkubelet"
-	delveModule    = "chapters/machinery/support/delve"
 	// Where the attendee stops: the pod workers' entry, and the worker goroutine's loop.
 	updatePodFunc  = "k8s.io/kubernetes/pkg/kubelet.(*podWorkers).UpdatePod"
 	workerLoopFunc = "k8s.io/kubernetes/pkg/kubelet.(*podWorkers).podWorkerLoop"
@@ -141,7 +139,7 @@ func askTheKubelet(ctx context.Context, root string) (workerEvidence, error) {
 	dlv := filepath.Join(root, ".bin", "dlv")
 	if st, err := os.Stat(dlv); err != nil || st.Mode()&0o111 == 0 {
 		dlv = filepath.Join(dir, "dlv")
-		if err := goBuild(ctx, filepath.Join(root, filepath.FromSlash(delveModule)), dlv, "github.com/go-delve/delve/cmd/dlv"); err != nil {
+		if err := headless.Build(ctx, root, dlv); err != nil {
 			return ev, err
 		}
 	}
@@ -152,59 +150,14 @@ func askTheKubelet(ctx context.Context, root string) (workerEvidence, error) {
 
 	// Delve serves on a unix socket in a directory only this user can open (it asks no
 	// credentials); the program's temporary files go there too (TMPDIR).
-	socket := filepath.Join(dir, "dlv.sock")
-	log, err := os.Create(filepath.Join(dir, "delve.log"))
+	session, err := headless.Start(ctx, headless.Program{Dlv: dlv, Dir: dir, Env: append(os.Environ(), "TMPDIR="+dir),
+		Args: []string{binary, "--static-pod-path", filepath.Join(root, filepath.FromSlash(workerPods)), "--once"}})
 	if err != nil {
 		return ev, err
 	}
-	defer log.Close()
-	output := func() string {
-		data, _ := os.ReadFile(log.Name())
-		return tail(string(data), 15)
-	}
-	cmd := exec.Command(dlv, "exec", "--headless", "--api-version=2", "--listen=unix:"+socket, binary, "--",
-		"--static-pod-path", filepath.Join(root, filepath.FromSlash(workerPods)), "--once")
-	cmd.Env = append(os.Environ(), "TMPDIR="+dir)
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		return ev, fmt.Errorf("start Delve: %w", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	var client *rpc2.RPCClient
-	for client == nil {
-		if conn, err := net.Dial("unix", socket); err == nil {
-			client = rpc2.NewClientFromConn(conn)
-			break
-		}
-		select {
-		case err := <-exited:
-			return ev, fmt.Errorf("delve ended before it served (%v):\n%s", err, output())
-		case <-ctx.Done():
-			_ = cmd.Process.Kill()
-			<-exited
-			return ev, fmt.Errorf("delve did not serve: %w", ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	defer func() {
-		go func() { _ = client.Detach(true) }()
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	}()
-	asked := make(chan error, 1)
-	go func() { asked <- ask(client, &ev) }()
-	select {
-	case err = <-asked:
-	case <-ctx.Done():
-		err = fmt.Errorf("stopped waiting for Delve: %w", ctx.Err())
-	}
-	if err != nil {
-		return ev, fmt.Errorf("exercise 16's kubelet in Delve: %w\n%s", err, output())
+	defer session.Stop()
+	if err := session.Drive(ctx, func(client *rpc2.RPCClient) error { return ask(client, &ev) }); err != nil {
+		return ev, fmt.Errorf("exercise 16's kubelet in Delve: %w\n%s", err, session.Tail())
 	}
 	return ev, nil
 }
@@ -223,7 +176,7 @@ func ask(client *rpc2.RPCClient, ev *workerEvidence) error {
 	load := api.LoadConfig{MaxStringLen: 64, MaxStructFields: -1}
 
 	// First stop: the sync loop's goroutine, calling UpdatePod for the new pod.
-	stop, err := stops.ContinueTo(client, updatePodFunc)
+	stop, err := headless.ContinueTo(client, updatePodFunc)
 	if err != nil {
 		return err
 	}
@@ -247,7 +200,7 @@ func ask(client *rpc2.RPCClient, ev *workerEvidence) error {
 	}
 
 	// Second stop: the worker goroutine, at the top of its loop.
-	stop, err = stops.ContinueTo(client, workerLoopFunc)
+	stop, err = headless.ContinueTo(client, workerLoopFunc)
 	if err != nil {
 		return err
 	}
@@ -269,7 +222,7 @@ func ask(client *rpc2.RPCClient, ev *workerEvidence) error {
 	// --once: the program waits for the pod to run, prints it, stops the kubelet and removes
 	// its directories.
 	if state := <-client.Continue(); state == nil || !state.Exited || state.ExitStatus != 0 { // Err says "Process … has exited"
-		return fmt.Errorf("the program did not end by itself: %s", stops.Describe(state))
+		return fmt.Errorf("the program did not end by itself: %s", headless.Describe(state))
 	}
 	return nil
 }

@@ -284,6 +284,3 @@ func (e *Engine) Stop(ctx context.Context) error {
 	}
 	return e.keeperErr
 }
-
-// Exited is closed when the keeper has exited.
-func (e *Engine) Exited() <-chan struct{} { return e.exited }

@@ -168,6 +168,16 @@ type Image struct {
 	Built bool
 }
 
+// String is the image's line in a table: its name, its archive, its size, and whether it was
+// built or up to date.
+func (i Image) String() string {
+	state := "up to date"
+	if i.Built {
+		state = "built"
+	}
+	return fmt.Sprintf("%s\t%s\t%d MB\t%s", i.Ref, i.Archive, (i.Size+1<<19)>>20, state)
+}
+
 func (o Options) validate() error {
 	var errs []error
 	for flag, value := range map[string]string{
@@ -222,11 +232,6 @@ const layoutVersion = "images/2"
 func build(ctx context.Context, spec Spec, opts Options) (Image, error) {
 	logger := klog.FromContext(ctx).WithValues("image", spec.Ref)
 	image := Image{Spec: spec, Archive: filepath.Join(opts.Out, CachePath(spec.Ref))}
-	if err := os.MkdirAll(filepath.Dir(image.Archive), 0o755); err != nil {
-		return image, err
-	}
-	stamp := image.Archive + ".inputs"
-
 	layers, err := plan(spec, opts)
 	if err != nil {
 		return image, err
@@ -236,32 +241,22 @@ func build(ctx context.Context, spec Spec, opts Options) (Image, error) {
 	if err != nil {
 		return image, err
 	}
-	if old, err := os.ReadFile(stamp); err == nil && string(old) == key {
-		if st, err := os.Stat(image.Archive); err == nil {
-			logger.V(2).Info("Archive up to date", "archive", image.Archive)
-			image.Size = st.Size()
-			return image, nil
-		}
+	if size, ok := upToDate(image.Archive, key); ok {
+		logger.V(2).Info("Archive up to date", "archive", image.Archive)
+		image.Size = size
+		return image, nil
 	}
 
 	start := time.Now()
-	img, err := mutate.ConfigFile(empty.Image, config)
-	if err != nil {
-		return image, err
-	}
+	var made []madeLayer
 	for _, l := range layers {
 		layer, err := tarball.LayerFromOpener(l.opener(), tarball.WithCompressedCaching)
 		if err != nil {
 			return image, fmt.Errorf("layer %s: %w", l.name, err)
 		}
-		img, err = mutate.Append(img, mutate.Addendum{Layer: layer, History: v1.History{
-			Created: v1.Time{Time: epoch}, CreatedBy: "kubelet-walkthrough lab: " + l.name, Comment: layoutVersion,
-		}})
-		if err != nil {
-			return image, err
-		}
+		made = append(made, madeLayer{layer, l.name})
 	}
-	if image.Size, err = writeArchive(image.Archive, stamp, key, spec.Ref, img); err != nil {
+	if image.Size, err = writeImage(image.Archive, key, spec.Ref, config, made); err != nil {
 		return image, err
 	}
 	image.Built = true
@@ -269,13 +264,43 @@ func build(ctx context.Context, spec Spec, opts Options) (Image, error) {
 	return image, nil
 }
 
-// writeArchive writes img as a docker archive tagged ref, beside path and renamed over it — a
-// reader never sees half an archive — then the stamp of its inputs (key), only once the archive
-// is whole. It returns the archive's size.
-func writeArchive(path, stamp, key, ref string, img v1.Image) (int64, error) {
+// upToDate says whether the archive at path was written from the inputs whose digest is key (its
+// stamp, path.inputs, holds key), and its size.
+func upToDate(path, key string) (int64, bool) {
+	if old, err := os.ReadFile(path + ".inputs"); err != nil || string(old) != key {
+		return 0, false
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0, false
+	}
+	return st.Size(), true
+}
+
+// madeLayer is a layer, and what made it (the image's history says it).
+type madeLayer struct {
+	layer v1.Layer
+	name  string
+}
+
+// writeImage writes the image of config and layers as a docker archive tagged ref, beside path
+// and renamed over it — a reader never sees half an archive — then the stamp of its inputs
+// (key), only once the archive is whole. It returns the archive's size.
+func writeImage(path, key, ref string, config *v1.ConfigFile, layers []madeLayer) (int64, error) {
 	tag, err := name.NewTag(ref)
 	if err != nil {
 		return 0, err
+	}
+	img, err := mutate.ConfigFile(empty.Image, config)
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range layers {
+		if img, err = mutate.Append(img, mutate.Addendum{Layer: l.layer, History: v1.History{
+			Created: v1.Time{Time: epoch}, CreatedBy: "kubelet-walkthrough lab: " + l.name, Comment: layoutVersion,
+		}}); err != nil {
+			return 0, err
+		}
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return 0, err
@@ -288,7 +313,7 @@ func writeArchive(path, stamp, key, ref string, img v1.Image) (int64, error) {
 	if err := os.Rename(tmp, path); err != nil {
 		return 0, err
 	}
-	if err := os.WriteFile(stamp, []byte(key), 0o644); err != nil {
+	if err := os.WriteFile(path+".inputs", []byte(key), 0o644); err != nil {
 		return 0, err
 	}
 	st, err := os.Stat(path)

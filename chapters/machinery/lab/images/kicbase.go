@@ -19,8 +19,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"k8s.io/klog/v2"
 )
@@ -160,13 +158,19 @@ func baseConfig() *v1.ConfigFile {
 	}
 }
 
-// rootfsLayer is the root file system as one layer, written by tar: owners, modes, set-user-ID
-// bits and file capabilities as debootstrap left them; /dev, /proc and /sys empty (the
-// container runtime mounts its own).
+// rootfsLayer is the root file system as one layer: owners, modes, set-user-ID bits and file
+// capabilities as debootstrap left them; /dev, /proc and /sys empty (the container runtime mounts
+// its own).
 func rootfsLayer(dir string) (v1.Layer, error) {
+	return tarLayer("--xattrs", "--xattrs-include=security.capability", "--exclude=./dev/*", "--exclude=./proc/*", "--exclude=./sys/*",
+		"--exclude=./"+rootfsDone, "--exclude=./"+rootfsMaking, "-C", dir, ".")
+}
+
+// tarLayer is one layer, written by tar with args: numeric owners, files in name order, every
+// time the epoch's.
+func tarLayer(args ...string) (v1.Layer, error) {
 	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		cmd := exec.Command("tar", "--create", "--file=-", "--numeric-owner", "--xattrs", "--xattrs-include=security.capability",
-			"--sort=name", "--mtime=@0", "--exclude=./dev/*", "--exclude=./proc/*", "--exclude=./sys/*", "--exclude=./"+rootfsDone, "--exclude=./"+rootfsMaking, "-C", dir, ".")
+		cmd := exec.Command("tar", append([]string{"--create", "--file=-", "--numeric-owner", "--sort=name", "--mtime=@0"}, args...)...)
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			return nil, err
@@ -252,19 +256,12 @@ func BuildBase(ctx context.Context, opts BaseOptions) (Image, error) {
 		return image, err
 	}
 	key := hex.EncodeToString(h.Sum(nil))
-	stamp := opts.Out + ".inputs"
-	if old, err := os.ReadFile(stamp); err == nil && string(old) == key {
-		if st, err := os.Stat(opts.Out); err == nil {
-			image.Size = st.Size()
-			return image, nil
-		}
+	if size, ok := upToDate(opts.Out, key); ok {
+		image.Size = size
+		return image, nil
 	}
 	start := time.Now()
 	rootfs, err := rootfsLayer(opts.Rootfs)
-	if err != nil {
-		return image, err
-	}
-	img, err := mutate.ConfigFile(empty.Image, config)
 	if err != nil {
 		return image, err
 	}
@@ -272,17 +269,9 @@ func BuildBase(ctx context.Context, opts BaseOptions) (Image, error) {
 	if err != nil {
 		return image, err
 	}
-	for _, l := range []struct {
-		layer v1.Layer
-		name  string
-	}{{rootfs, "debootstrap " + Suite}, {ours, "kubelet-walkthrough's programs and configuration"}} {
-		if img, err = mutate.Append(img, mutate.Addendum{Layer: l.layer, History: v1.History{
-			Created: v1.Time{Time: epoch}, CreatedBy: "kubelet-walkthrough lab: " + l.name, Comment: layoutVersion,
-		}}); err != nil {
-			return image, err
-		}
-	}
-	if image.Size, err = writeArchive(opts.Out, stamp, key, opts.Ref, img); err != nil {
+	if image.Size, err = writeImage(opts.Out, key, opts.Ref, config, []madeLayer{
+		{rootfs, "debootstrap " + Suite}, {ours, "kubelet-walkthrough's programs and configuration"},
+	}); err != nil {
 		return image, err
 	}
 	image.Built = true

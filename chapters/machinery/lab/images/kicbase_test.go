@@ -260,6 +260,20 @@ func fakeRootfs(t *testing.T) (root string, owned bool) {
 	return root, owned
 }
 
+// loadImage reads the image ref from the docker archive at path: its config and its layers.
+func loadImage(t *testing.T, path, ref string) (*v1.ConfigFile, []v1.Layer) {
+	t.Helper()
+	tag, err := name.NewTag(ref)
+	require.NoError(t, err)
+	img, err := tarball.ImageFromPath(path, &tag)
+	require.NoError(t, err)
+	config, err := img.ConfigFile()
+	require.NoError(t, err)
+	layers, err := img.Layers()
+	require.NoError(t, err)
+	return config, layers
+}
+
 // tarFile is one entry of a layer, with its content's digest for a regular file.
 type tarFile struct {
 	header *tar.Header
@@ -329,19 +343,10 @@ func TestBuildBase(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, manifest, 1)
 	assert.Equal(t, []string{opts.Ref}, manifest[0].RepoTags, "docker load names the image")
-	tag, err := name.NewTag(opts.Ref)
-	require.NoError(t, err)
-	img, err := tarball.ImageFromPath(opts.Out, &tag)
-	require.NoError(t, err)
-
-	config, err := img.ConfigFile()
-	require.NoError(t, err)
+	config, layers := loadImage(t, opts.Out, opts.Ref)
 	assert.Equal(t, baseConfig().Config, config.Config)
 	require.Len(t, config.History, 2)
 	assert.Equal(t, "kubelet-walkthrough lab: debootstrap "+Suite, config.History[0].CreatedBy)
-
-	layers, err := img.Layers()
-	require.NoError(t, err)
 	require.Len(t, layers, 2, "the root file system, then programs and configuration")
 
 	t.Run("the root file system's layer", func(t *testing.T) {

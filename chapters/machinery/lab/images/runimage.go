@@ -1,24 +1,18 @@
 package images
 
 import (
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
 // The run image: the Linux that .ci/in-docker runs the chapters in (`make run` off Linux, and
@@ -122,57 +116,24 @@ func BuildRunImage(ctx context.Context, opts RunImageOptions) (Image, error) {
 		return image, err
 	}
 	key := hex.EncodeToString(h.Sum(nil))
-	stamp := opts.Out + ".inputs"
-	if old, err := os.ReadFile(stamp); err == nil && string(old) == key {
-		if st, err := os.Stat(opts.Out); err == nil {
-			image.Size = st.Size()
-			return image, nil
-		}
+	if size, ok := upToDate(opts.Out, key); ok {
+		image.Size = size
+		return image, nil
 	}
 	rootfs, err := rootfsLayer(opts.Rootfs)
 	if err != nil {
 		return image, err
 	}
-	goLayer, err := treeLayer(opts.GoRoot, "usr/local/go")
+	goLayer, err := tarLayer("--owner=0", "--group=0", "--transform=s,^\\.,usr/local/go,", "-C", opts.GoRoot, ".") // as a release archive unpacked there as root
 	if err != nil {
 		return image, err
 	}
-	img, err := mutate.ConfigFile(empty.Image, config)
-	if err != nil {
-		return image, err
-	}
-	for _, l := range []struct {
-		layer v1.Layer
-		name  string
-	}{{rootfs, "debootstrap " + Suite + ", the Go image's packages and the Dockerfile's"}, {goLayer, "Go " + strings.TrimSpace(strings.SplitN(string(version), "\n", 2)[0])}} {
-		if img, err = mutate.Append(img, mutate.Addendum{Layer: l.layer, History: v1.History{
-			Created: v1.Time{Time: epoch}, CreatedBy: "kubelet-walkthrough lab: " + l.name, Comment: layoutVersion,
-		}}); err != nil {
-			return image, err
-		}
-	}
-	if image.Size, err = writeArchive(opts.Out, stamp, key, opts.Ref, img); err != nil {
+	if image.Size, err = writeImage(opts.Out, key, opts.Ref, config, []madeLayer{
+		{rootfs, "debootstrap " + Suite + ", the Go image's packages and the Dockerfile's"},
+		{goLayer, "Go " + strings.TrimSpace(strings.SplitN(string(version), "\n", 2)[0])},
+	}); err != nil {
 		return image, err
 	}
 	image.Built = true
 	return image, ctx.Err()
-}
-
-// treeLayer is the directory dir as one layer at the path at, owned by root, as a release
-// archive unpacked there as root leaves it.
-func treeLayer(dir, at string) (v1.Layer, error) {
-	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		cmd := exec.Command("tar", "--create", "--file=-", "--numeric-owner", "--owner=0", "--group=0", "--sort=name", "--mtime=@0",
-			"--transform=s,^\\.,"+at+",", "-C", dir, ".")
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			return nil, err
-		}
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			return nil, err
-		}
-		return &waitCloser{ReadCloser: out, cmd: cmd, stderr: &stderr}, nil
-	}, tarball.WithCompressionLevel(gzip.BestSpeed), tarball.WithCompressedCaching)
 }

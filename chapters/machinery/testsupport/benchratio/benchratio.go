@@ -7,8 +7,7 @@
 // reads it too. `make bench` runs every benchmark several times (-count) and ends with a summary
 // (Summarize): for every ratio, each side's median and interval over its runs, the ratio of the
 // medians, and the goal notes/measurements.md sets for it, judged met or missed only when the
-// runs' spread allows (Goal.Judge). Every ratio has a goal there; TestSideBySideBenchmarksReportRatios
-// (chapters/machinery/repocheck) fails a side-by-side benchmark without one.
+// runs' spread allows (Goal.Judge); a ratio without one is listed as having no goal in the note.
 //
 // A ratio divides a measurement by a measurement of the same run, never by a constant. Chapter
 // 12's old BenchmarkNodeStart (removed with the chapter's node package, then chapters/09-node/node) reported x-minikube-speed as
@@ -16,8 +15,7 @@
 // issue 11, not measured here — over the node's measured start: a number that moved with one
 // side only, on a machine that never ran the other. A figure from elsewhere belongs beside the
 // measurement, with its source, as notes/measurements.md quotes minikube's; a ratio needs both
-// sides measured here. TestSideBySideBenchmarksReportRatios (package chapters) refuses an x-
-// metric reported any other way than through Sides.
+// sides measured here.
 package benchratio
 
 import (

@@ -222,10 +222,6 @@ func TestGoalsFor(t *testing.T) {
 		assert.Equal(t, tt.want != 0, ok, "%s %s", tt.benchmark, tt.unit)
 		assert.Equal(t, tt.want, g.Value, "%s %s", tt.benchmark, tt.unit)
 	}
-	assert.True(t, goals.Covers("BenchmarkD", "requests:before/after"))
-	assert.True(t, goals.Covers("BenchmarkF", "anything/else"))
-	assert.False(t, goals.Covers("BenchmarkE", "before/after"))
-	assert.False(t, Goals{{Benchmark: "BenchmarkD", Unit: "before/after"}}.Covers("BenchmarkD", "requests:before/after"))
 }
 
 // The goals make bench reads are the note's own, the Chinese note states the same, and every

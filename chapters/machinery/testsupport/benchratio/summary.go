@@ -209,17 +209,6 @@ func (gs Goals) For(benchmark, unit string) (Goal, bool) {
 	}
 }
 
-// Covers says whether some goal is for the top-level benchmark top and its ratio of unit, at
-// any level: what a check that cannot run the benchmark can know.
-func (gs Goals) Covers(top, unit string) bool {
-	for _, g := range gs {
-		if first, _, _ := strings.Cut(g.Benchmark, "/"); first == top && (g.Unit == "" || g.Unit == unit) {
-			return true
-		}
-	}
-	return false
-}
-
 var (
 	namedBenchmark = regexp.MustCompile("`(Benchmark[A-Z][^`\\s]*)`")
 	namedUnit      = regexp.MustCompile("`" + Prefix + "([^`\\s]+)`")

@@ -19,7 +19,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -556,15 +555,6 @@ func ServiceAccountDir(t testing.TB, token, caFile string) string {
 		must(t, os.WriteFile(filepath.Join(dir, "ca.crt"), data, 0o644))
 	}
 	return dir
-}
-
-// Port is the port of a URL's host.
-func Port(t testing.TB, rawURL string) int {
-	_, port, err := net.SplitHostPort(strings.TrimPrefix(strings.TrimPrefix(rawURL, "https://"), "http://"))
-	must(t, err)
-	p, err := strconv.Atoi(port)
-	must(t, err)
-	return p
 }
 
 func must(t testing.TB, err error) {
