@@ -50,13 +50,16 @@ type onNode struct {
 	oomScoreAdj string
 }
 
+// shellSafeUID is a UID the node's shell can be given as it is.
+var shellSafeUID = regexp.MustCompile(`^[0-9a-zA-Z-]+$`)
+
 // readOnNode asks the node's crictl, as the README does, by the pods' UIDs: the pods that run
 // now, not the ones of an earlier run.
 func readOnNode(ctx context.Context, env Env, n *corev1.Node, pods map[string]*corev1.Pod) (map[string]onNode, error) {
 	var lines []string
 	for _, name := range qosPods {
 		uid := string(pods[name].UID)
-		if !regexp.MustCompile(`^[0-9a-zA-Z-]+$`).MatchString(uid) {
+		if !shellSafeUID.MatchString(uid) {
 			return nil, fmt.Errorf("pod %s/%s has a UID the node's shell cannot be given: %q", qosNamespace, name, uid)
 		}
 		lines = append(lines, fmt.Sprintf(`s=$(sudo crictl pods -q --label io.kubernetes.pod.uid=%[1]s --state ready 2>/dev/null | head -n 1); `+
@@ -210,7 +213,10 @@ func checkEviction(ctx context.Context, env Env) (Result, error) {
 			r.missing("the pod %s/%s evicted by the kubelet: it has no DisruptionTarget condition of the kubelet's (reason %s) — set the threshold with minikube start --extra-config, restart the kubelet, and wait (kubectl -n %s wait --for=condition=DisruptionTarget pod/%s)", qosNamespace, name, corev1.PodReasonTerminationByKubelet, qosNamespace, name)
 			continue
 		}
-		if m := thresholdQuantity.FindStringSubmatch(c.Message); m != nil && normalize(a.Threshold) != m[1] {
+		switch m := thresholdQuantity.FindStringSubmatch(c.Message); {
+		case m == nil:
+			r.missing("the pod %s/%s evicted for memory: the kubelet's condition names no threshold (%q)", qosNamespace, name, c.Message)
+		case normalize(a.Threshold) != m[1]:
 			r.missing("threshold: the kubelet evicted %s under a threshold of %s (its message: %q), not %q", name, m[1], c.Message, a.Threshold)
 		}
 	}
@@ -252,7 +258,7 @@ func checkEviction(ctx context.Context, env Env) (Result, error) {
 	}
 	switch {
 	case len(said) == 0:
-		r.missing("the kubelet's Evicted event for %s/besteffort (kubectl -n %s get events --field-selector involvedObject.name=besteffort,reason=Evicted): none for the pod that runs now", qosNamespace, qosNamespace)
+		r.missing("the kubelet's Evicted event for %s/besteffort (kubectl -n %s get events --field-selector involvedObject.name=besteffort,reason=Evicted): none for the pod of this run (its UID)", qosNamespace, qosNamespace)
 	case !slices.Contains(said, strings.TrimSpace(normalize(a.BestEffort))):
 		r.missing("besteffort: the message of the kubelet's Evicted event for the BestEffort pod, whole: %q is not it", a.BestEffort)
 	}

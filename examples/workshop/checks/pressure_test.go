@@ -53,11 +53,11 @@ func TestQoSOnTheNode(t *testing.T) {
 		{"the pods of an earlier run, deleted and made again", qosPodsIn(corev1.PodRunning, nil),
 			strings.ReplaceAll(crictl, "0000-", "1111-"), good, "crictl on the node found no ready sandbox"},
 		{"the pods evicted since", qosPodsIn(corev1.PodSucceeded, nil), crictl, good, "running"},
-		{"the systemd driver's names", qosPodsIn(corev1.PodRunning, nil), strings.ReplaceAll(crictl, "/kubepods/besteffort/pod0000-besteffort", "kubepods-besteffort-pod0000_besteffort.slice"),
-			strings.ReplaceAll(good, "/kubepods/besteffort/pod0000-besteffort", "kubepods-besteffort-pod0000_besteffort.slice"), ""},
+		{"the systemd driver's names", qosPodsIn(corev1.PodRunning, nil), strings.ReplaceAll(crictl, "/kubepods/besteffort/pod0000-besteffort", "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod0000_besteffort.slice"),
+			strings.ReplaceAll(good, "/kubepods/besteffort/pod0000-besteffort", "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod0000_besteffort.slice"), ""},
 		{"a driver guessed", qosPodsIn(corev1.PodRunning, nil), crictl, strings.Replace(good, "cgroupfs", "systemd", 1), "cgroupDriver"},
 		{"classes swapped", qosPodsIn(corev1.PodRunning, nil), crictl, strings.Replace(strings.Replace(good, "{qosClass: Burstable", "{qosClass: Guaranteed", 1), "{qosClass: Guaranteed, cgroup: /kubepods/pod", "{qosClass: Burstable, cgroup: /kubepods/pod", 1), "burstable.qosClass"},
-		{"the formula's score, not the node's", qosPodsIn(corev1.PodRunning, nil), crictl, strings.Replace(good, "oomScoreAdj: 998", "oomScoreAdj: 997", 1), "burstable.oomScoreAdj"},
+		{"a score miscomputed", qosPodsIn(corev1.PodRunning, nil), crictl, strings.Replace(good, "oomScoreAdj: 998", "oomScoreAdj: 997", 1), "burstable.oomScoreAdj"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,6 +106,8 @@ func TestEviction(t *testing.T) {
 		{"no answers", with(done, refused, pressure), journal, "", "your answers in"},
 		{"did not do it: no pods", nil, "", good, "the pod qos/besteffort: kubectl apply -f"},
 		{"did not do it: the pods of exercise 18, no threshold", qosPodsIn(corev1.PodRunning, nil), "", good, "no DisruptionTarget condition"},
+		{"terminated by the kubelet, not for memory", with(qosPodsIn(corev1.PodSucceeded, map[string][]corev1.PodCondition{"burstable": {evicted("Preempted in order to admit critical pod")}, "guaranteed": {evicted(lowOn)}}), refused, pressure),
+			journal, good, "the kubelet's condition names no threshold"},
 		{"the threshold guessed", with(done, refused, pressure), journal, strings.Replace(good, "23746Mi", "200Mi", 1), "threshold: the kubelet evicted"},
 		{"QoS taken for the order", with(done, refused, pressure), journal, strings.Replace(good, "evictedFirst: guaranteed", "evictedFirst: burstable", 1), "evictedFirst: the kubelet's journal says otherwise"},
 		{"the other order, as the kubelet did it", with(done, refused, pressure), journalOf("burstable", "guaranteed", now.Add(-5*time.Minute)),
@@ -115,7 +117,7 @@ func TestEviction(t *testing.T) {
 			journal, strings.Replace(good, "'The node had condition: [MemoryPressure].'", "'"+strings.TrimSpace(lowOn)+"'", 1), ""},
 		{"the BestEffort pod's message made up", with(done, refused, pressure), journal, strings.Replace(good, "[MemoryPressure]", "[DiskPressure]", 1), "besteffort: the message"},
 		{"an event of an earlier besteffort pod", with(done, event("Pod", qosNamespace, "besteffort", "an-earlier-uid", "Evicted", "The node had condition: [MemoryPressure]. ", now.Add(-time.Hour)), pressure),
-			journal, good, "none for the pod that runs now"},
+			journal, good, "none for the pod of this run"},
 		{"no pressure since the pods were made", with(done, refused, event("Node", "default", "minikube", "minikube", memoryPressureEvent, "", now.Add(-time.Hour))), journal, good, "did not go True"},
 		{"the condition's type for its reason", with(done, refused, pressure), journal, strings.Replace(good, "KubeletHasInsufficientMemory", "MemoryPressure", 1), "pressure: the reason"},
 	}

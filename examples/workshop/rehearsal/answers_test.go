@@ -243,7 +243,7 @@ func answersFor(n int, rs runs) (map[string]string, error) {
 		// evicted, the BestEffort pod's event, the condition's reason.
 		a = map[string]any{
 			"threshold":    must(rs.line("DisruptionTarget\")]}", 0, `Threshold quantity: ([^,\s]+),`)),
-			"evictedFirst": must(rs.line("evicted successfully", 0, `pod is evicted successfully" pod="qos/(\w+)"`)),
+			"evictedFirst": must(rs.line("evicted successfully", 0, `pod is evicted successfully" pod="qos/(burstable|guaranteed)"`)),
 			"besteffort":   must(rs.line("involvedObject.name=besteffort", 0, `^kubelet\s+(The node .*?)\s*$`)),
 			"pressure":     must(rs.line("MemoryPressure", 0, `^True (\S+) `)),
 		}
@@ -304,19 +304,20 @@ func TestAnswersReadFromOutput(t *testing.T) {
 		ran("kubectl -n qos get pods -o custom-columns=NAME:.metadata.name,QOS:.status.qosClass,UID:.metadata.uid", "NAME         QOS          UID\n"+
 			"besteffort   BestEffort   91a31231-abf5-42cd-a496-f80bed725afd\nburstable    Burstable    d6db6e50-2203-4566-9ec5-57908340d237\nguaranteed   Guaranteed   c46156aa-ad78-479c-9b6b-45f1b6d88c74\n"),
 		ran("kubectl get --raw /api/v1/nodes/minikube/proxy/configz | jq -r .kubeletconfig.cgroupDriver", "systemd\n"),
-		ran("minikube ssh -- 'for p in … {{.info.config.linux.cgroup_parent}} …'", "besteffort kubepods-besteffort-pod91a31231_abf5_42cd_a496_f80bed725afd.slice\r\n"+
-			"burstable kubepods-burstable-podd6db6e50_2203_4566_9ec5_57908340d237.slice\r\nguaranteed kubepods-podc46156aa_ad78_479c_9b6b_45f1b6d88c74.slice\r\n"),
+		ran("minikube ssh -- 'for p in … {{.info.config.linux.cgroup_parent}} …'", "besteffort /kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod91a31231_abf5_42cd_a496_f80bed725afd.slice\r\n"+
+			"burstable /kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podd6db6e50_2203_4566_9ec5_57908340d237.slice\r\nguaranteed /kubepods.slice/kubepods-podc46156aa_ad78_479c_9b6b_45f1b6d88c74.slice\r\n"),
 		ran("minikube ssh -- 'for p in … {{.info.runtimeSpec.process.oomScoreAdj}} …'", "besteffort 1000\r\nburstable 993\r\nguaranteed -997\r\n"),
 	})
 	require.NoError(t, err)
-	assert.Equal(t, map[string]string{"18-qos-on-the-node.yaml": "besteffort:\n  cgroup: kubepods-besteffort-pod91a31231_abf5_42cd_a496_f80bed725afd.slice\n  oomScoreAdj: 1000\n  qosClass: BestEffort\n" +
-		"burstable:\n  cgroup: kubepods-burstable-podd6db6e50_2203_4566_9ec5_57908340d237.slice\n  oomScoreAdj: 993\n  qosClass: Burstable\ncgroupDriver: systemd\n" +
-		"guaranteed:\n  cgroup: kubepods-podc46156aa_ad78_479c_9b6b_45f1b6d88c74.slice\n  oomScoreAdj: -997\n  qosClass: Guaranteed\n"}, files)
+	assert.Equal(t, map[string]string{"18-qos-on-the-node.yaml": "besteffort:\n  cgroup: /kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod91a31231_abf5_42cd_a496_f80bed725afd.slice\n  oomScoreAdj: 1000\n  qosClass: BestEffort\n" +
+		"burstable:\n  cgroup: /kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podd6db6e50_2203_4566_9ec5_57908340d237.slice\n  oomScoreAdj: 993\n  qosClass: Burstable\ncgroupDriver: systemd\n" +
+		"guaranteed:\n  cgroup: /kubepods.slice/kubepods-podc46156aa_ad78_479c_9b6b_45f1b6d88c74.slice\n  oomScoreAdj: -997\n  qosClass: Guaranteed\n"}, files)
 
 	files, err = answersFor(19, runs{
 		ran("kubectl get node minikube -o jsonpath='{range .status.conditions[?(@.type==\"MemoryPressure\")]}…'", "True KubeletHasInsufficientMemory kubelet has insufficient memory available\n"),
 		ran("minikube ssh -- 'sudo journalctl -u kubelet --no-pager | grep -e \"pods ranked for eviction\" -e \"evicted successfully\" | grep qos/'",
-			"Dec 07 03:42:44 minikube kubelet[6432]: I1207 03:42:44.411675    6432 eviction_manager.go:658] \"Eviction manager: pod is evicted successfully\" pod=\"qos/guaranteed\"\r\n"+
+			"Dec 07 03:42:43 minikube kubelet[6432]: I1207 03:42:43.011675    6432 eviction_manager.go:658] \"Eviction manager: pod is evicted successfully\" pod=\"qos/besteffort\"\r\n"+
+				"Dec 07 03:42:44 minikube kubelet[6432]: I1207 03:42:44.411675    6432 eviction_manager.go:658] \"Eviction manager: pod is evicted successfully\" pod=\"qos/guaranteed\"\r\n"+
 				"Dec 07 03:42:45 minikube kubelet[6432]: I1207 03:42:45.702498    6432 eviction_manager.go:658] \"Eviction manager: pod is evicted successfully\" pod=\"qos/burstable\"\r\n"),
 		ran("kubectl -n qos get pod guaranteed -o jsonpath='{range .status.conditions[?(@.type==\"DisruptionTarget\")]}{.reason}: {.message}{\"\\n\"}{end}'",
 			"TerminationByKubelet: The node was low on resource: memory. Threshold quantity: 23700Mi, available: 24032800Ki. \n"),
