@@ -107,16 +107,16 @@ func TestChainAsANormalUser(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	var credential *syscall.Credential
+	var as *syscall.SysProcAttr
 	if os.Geteuid() == 0 {
 		const nobody = 65534
-		credential = &syscall.Credential{Uid: nobody, Gid: nobody}
+		as = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
 		for _, p := range []string{dir, work} {
 			require.NoError(t, os.Chown(p, nobody, nobody))
 		}
 		require.NoError(t, os.Chmod(dir, 0o755))
 	}
-	session, err := headless.Start(ctx, headless.Program{Dlv: dlv, Args: []string{binary, work}, Dir: dir, Credential: credential})
+	session, err := headless.Start(ctx, headless.Program{Dlv: dlv, Args: []string{binary, work}, Dir: dir, SysProcAttr: as})
 	require.NoError(t, err)
 	defer session.Stop()
 	var story bytes.Buffer

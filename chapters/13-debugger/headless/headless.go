@@ -36,9 +36,11 @@ type Program struct {
 	Args []string // the program and its arguments
 	// Dir holds Delve's socket and the log of its and the program's output: a directory only
 	// this user can open, since Delve asks no credentials.
-	Dir        string
-	Env        []string            // the environment of Delve and the program; nil: this process's
-	Credential *syscall.Credential // Delve and the program run as this user; nil: as this process
+	Dir string
+	Env []string // the environment of Delve and the program; nil: this process's
+	// SysProcAttr starts Delve and the program (as another user, with its Credential, on Unix);
+	// nil: as this process.
+	SysProcAttr *syscall.SysProcAttr
 }
 
 // Session is a headless Delve with a program under it, and the client connected to it.
@@ -62,9 +64,7 @@ func Start(ctx context.Context, p Program) (*Session, error) {
 	cmd := exec.Command(p.Dlv, append([]string{"exec", "--headless", "--api-version=2", "--listen=unix:" + socket, p.Args[0], "--"}, p.Args[1:]...)...)
 	cmd.Env = p.Env
 	cmd.Stdout, cmd.Stderr = out, out
-	if p.Credential != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.Credential}
-	}
+	cmd.SysProcAttr = p.SysProcAttr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start Delve: %w", err)
 	}
