@@ -250,8 +250,11 @@ func TestProxy(t *testing.T) {
 	kubeadms := `{.roleRef.name} {.subjects[0].kind} {.subjects[0].name}`
 	assert.Equal(t, "system:kubelet-api-admin User kube-apiserver-kubelet-client", f.kubectl(t, "get", "clusterrolebinding", binding, "-o", "jsonpath="+kubeadms))
 
-	// Without it, the kubelet refuses the apiserver.
+	// Without it, the kubelet refuses the apiserver — once the apiserver's authorizer has seen the
+	// binding go: it answers from an informer's cache, a moment behind the delete.
 	f.kubectl(t, "delete", "clusterrolebinding", binding)
+	f.canI(t, "configz", "--as=kube-apiserver-kubelet-client", "no")
+	f.canI(t, "proxy", "--as=kube-apiserver-kubelet-client", "no")
 	t.Cleanup(func() {
 		if f.kubectlResult(t, "get", "clusterrolebinding", binding).code != 0 {
 			f.kubectl(t, "create", "clusterrolebinding", binding, "--clusterrole=system:kubelet-api-admin", "--user=kube-apiserver-kubelet-client")
