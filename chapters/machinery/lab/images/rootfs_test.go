@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -142,94 +141,6 @@ func TestDebianMirror(t *testing.T) {
 			assert.Equal(t, tt.want, DebianMirror(tt.files.readFile, tt.files.glob))
 		})
 	}
-}
-
-// TestDebianMirrorReadOrder: the files DebianMirror reads, in the order it reads them.
-func TestDebianMirrorReadOrder(t *testing.T) {
-	files := fakeApt{listDir("a.list"): "", listDir("b.sources"): ""}
-	var read []string
-	readFile := func(name string) ([]byte, error) {
-		read = append(read, name)
-		return files.readFile(name)
-	}
-	assert.Empty(t, DebianMirror(readFile, files.glob))
-	assert.Equal(t, []string{"/etc/apt/sources.list", listDir("a.list"), listDir("b.sources")}, read,
-		"sources.list, then sources.list.d's *.list, then its *.sources")
-
-	failing := func(string) ([]string, error) { return nil, fs.ErrPermission }
-	read = nil
-	assert.Empty(t, DebianMirror(readFile, failing), "a directory that cannot be listed has nothing")
-	assert.Equal(t, []string{"/etc/apt/sources.list"}, read)
-}
-
-func TestRootfsReady(t *testing.T) {
-	tests := []struct {
-		name   string
-		marker func() []byte // nil: no marker
-		ready  bool
-	}{
-		{"made with today's recipe", func() []byte { return []byte(rootfsRecipe()) }, true},
-		{"no marker: debootstrap did not finish", nil, false},
-		{"an empty marker", func() []byte { return nil }, false},
-		{"made for another suite", func() []byte {
-			return []byte(strings.Replace(rootfsRecipe(), Suite+"\n", "trixie\n", 1))
-		}, false},
-		{"made before a change to the root file system", func() []byte {
-			return []byte(strings.TrimSuffix(rootfsRecipe(), rootfsChanges[len(rootfsChanges)-1]+"\n"))
-		}, false},
-		{"made with one package fewer", func() []byte {
-			return []byte(strings.Replace(rootfsRecipe(), ","+rootfsPackages[len(rootfsPackages)-1], "", 1))
-		}, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			if tt.marker != nil {
-				require.NoError(t, os.WriteFile(filepath.Join(dir, rootfsDone), tt.marker(), 0o644))
-			}
-			assert.Equal(t, tt.ready, RootfsReady(dir))
-		})
-	}
-}
-
-// TestRootfsRecipe proves the recipe changes with each of its parts, so that a root file system
-// made before a change is made again.
-func TestRootfsRecipe(t *testing.T) {
-	tests := []struct {
-		name   string
-		change func()
-	}{
-		{"a package added", func() { rootfsPackages = append(slices.Clip(rootfsPackages), "strace") }},
-		{"a change added", func() { rootfsChanges = append(slices.Clip(rootfsChanges), "touch /etc/lab") }},
-		{"a change edited", func() {
-			rootfsChanges = slices.Clone(rootfsChanges)
-			rootfsChanges[0] += " # edited"
-		}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			packages, changes := rootfsPackages, rootfsChanges
-			t.Cleanup(func() { rootfsPackages, rootfsChanges = packages, changes })
-			dir := t.TempDir()
-			require.NoError(t, os.WriteFile(filepath.Join(dir, rootfsDone), []byte(rootfsRecipe()), 0o644))
-			require.True(t, RootfsReady(dir))
-			tt.change()
-			assert.False(t, RootfsReady(dir), "a root file system made before: not ready")
-		})
-	}
-}
-
-// TestMakeRootfsLeavesAReadyRootfs: a root file system made with today's recipe is left as it
-// is, without debootstrap or root.
-func TestMakeRootfsLeavesAReadyRootfs(t *testing.T) {
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, rootfsDone), []byte(rootfsRecipe()), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "kept"), []byte("kept\n"), 0o644))
-	var log bytes.Buffer
-	require.NoError(t, MakeRootfs(context.Background(), dir, "", "", &log))
-	assert.Empty(t, log.String())
-	assert.FileExists(t, filepath.Join(dir, "kept"))
-	assert.True(t, RootfsReady(dir))
 }
 
 // CheckRootfsDir takes a directory MakeRootfs may remove: new, empty, or carrying one of its
