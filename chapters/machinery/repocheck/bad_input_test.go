@@ -227,25 +227,3 @@ func entries(t *testing.T, dir string) []string {
 	}
 	return names
 }
-
-func TestReadBadInputs(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "table.md")
-	require.NoError(t, os.WriteFile(path, []byte(`# Bad inputs
-
-| command | input | what the user sees | needs |
-| --- | --- | --- | --- |
-| chapters/06-static-pods | `+"`watch --for=-1s`"+` | `+"`--for -1s`"+` | |
-| examples/workshop/check | `+"`--node '' 1`"+` | `+"`a\\|b`"+` | root |
-
-Prose between tables.
-
-| command | input | what the user sees |
-| --- | --- | --- |
-| chapters/machinery/lab/cmd/lab | `+"`run --dir {existing} -- true`"+` | `+"`--dir`"+` |
-`), 0o644))
-	rows := readBadInputs(t, path)
-	require.Len(t, rows, 3)
-	assert.Equal(t, badInput{line: 5, command: "chapters/06-static-pods", args: []string{"watch", "--for=-1s"}, sees: "--for -1s"}, rows[0])
-	assert.Equal(t, badInput{line: 6, command: "examples/workshop/check", args: []string{"--node", "", "1"}, sees: "a|b", needs: "root"}, rows[1])
-	assert.Equal(t, []string{"run", "--dir", "{existing}", "--", "true"}, rows[2].args)
-}

@@ -16,7 +16,6 @@ import (
 	"go/parser"
 	"go/token"
 	"go/types"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -36,7 +35,7 @@ type linkname struct {
 
 // findLinknames parses every Go file under root (skipping hidden directories and testdata/) and
 // returns its two-argument go:linkname directives. Only real comments count: a directive quoted
-// in a string literal (as in TestFindLinknames) is not one.
+// in a string literal is not one.
 func findLinknames(root string) ([]linkname, error) {
 	var out []linkname
 	err := walkGoFiles(root, parser.ParseComments|parser.SkipObjectResolution, all, func(g goFile) error {
@@ -440,35 +439,6 @@ func sum(xs ...int) int
 			err := checkLinkname(linkname{pos: "fake.go:1", local: name, remote: "example.com/pinned." + remote}, local, pinned)
 			assert.ErrorContains(t, err, "fake.go:1: list → example.com/pinned."+remote+": "+want)
 		})
-	}
-}
-
-// The scan finds directives in comments only, with their position, and refuses forms it does
-// not check.
-func TestFindLinknames(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, src string) {
-		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644))
-	}
-	write("a/a_test.go", "package a\n\nimport _ \"unsafe\"\n\n//go:linkname f k8s.io/x/pkg.(*t).f\nfunc f()\n\nconst s = `\n//go:linkname g k8s.io/x/pkg.g\n`\n")
-	write("testdata/skip.go", "package skip\n\n//go:linkname h k8s.io/x/pkg.h\nfunc h()\n")
-	links, err := findLinknames(dir)
-	require.NoError(t, err)
-	assert.Equal(t, []linkname{{pos: "a/a_test.go:5", dir: "a", local: "f", remote: "k8s.io/x/pkg.(*t).f"}}, links)
-
-	write("b/b.go", "package b\n\n//go:linkname exported\nfunc exported() {}\n")
-	_, err = findLinknames(dir)
-	assert.ErrorContains(t, err, "b/b.go:3")
-
-	for symbol, want := range map[string][4]string{
-		"k8s.io/kubernetes/pkg/kubelet/config.newSourceFile":            {"k8s.io/kubernetes/pkg/kubelet/config", "", "false", "newSourceFile"},
-		"k8s.io/kubernetes/pkg/kubelet/config.(*sourceFile).listConfig": {"k8s.io/kubernetes/pkg/kubelet/config", "sourceFile", "true", "listConfig"},
-		"runtime.T.m": {"runtime", "T", "false", "m"},
-	} {
-		pkgPath, recv, pointer, name, err := splitSymbol(symbol)
-		require.NoError(t, err)
-		assert.Equal(t, want, [4]string{pkgPath, recv, fmt.Sprint(pointer), name}, symbol)
 	}
 }
 

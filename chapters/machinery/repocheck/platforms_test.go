@@ -250,33 +250,3 @@ func TestPlatformProblems(t *testing.T) {
 		})
 	}
 }
-
-func TestPlatformTable(t *testing.T) {
-	readme := "# x\n\n" + platformsHeading + "\n\nText.\n\n" + platformsHeader + "\n| --- | --- | --- | --- | --- | --- |\n" +
-		"| [01 entry point](chapters/01-entrypoint/README.md) | yes | in Docker | in Docker | no | nothing |\n" +
-		"| [the workshop's checker](examples/workshop/check/main.go) | yes | yes | yes | no | minikube |\n\nAfter.\n\n## Next\n"
-	rows, err := platformTable(readme)
-	require.NoError(t, err)
-	assert.Equal(t, []platformRow{
-		{dir: "chapters/01-entrypoint", linux: true, macOS: inDocker, windows: inDocker},
-		{dir: "examples/workshop/check", linux: true, macOS: native, windows: native},
-	}, rows)
-
-	for name, broken := range map[string]string{
-		"no section":   "# x\n",
-		"other header": platformsHeading + "\n| Chapter | Linux | Mac | Windows | Root | Needs |\n",
-		"maybe":        platformsHeading + "\n" + platformsHeader + "\n| [a](chapters/01-a/README.md) | yes | maybe | no | no | x |\n",
-		"no link":      platformsHeading + "\n" + platformsHeader + "\n| 01 | yes | no | no | no | x |\n",
-	} {
-		_, err := platformTable("\n" + broken)
-		assert.Error(t, err, name)
-	}
-}
-
-func TestCrossBuilt(t *testing.T) {
-	built, err := crossBuilt("X := 1\nCROSS_PLATFORM := chapters/02-b \\\n  examples/workshop/check\nY := 2\n")
-	require.NoError(t, err)
-	assert.Equal(t, []string{"chapters/02-b", "examples/workshop/check"}, built)
-	_, err = crossBuilt("X := 1\n")
-	assert.Error(t, err)
-}

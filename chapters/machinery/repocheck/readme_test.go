@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -478,30 +477,6 @@ func afterStopped(output string) (stopped string, after []string) {
 	return "", nil
 }
 
-func TestAfterStopped(t *testing.T) {
-	tests := []struct {
-		name, output, stopped string
-		after                 []string
-	}{
-		{name: "quiet shutdown", output: "Serving on 127.0.0.1:PORT\nStopped.\n", stopped: "Stopped."},
-		{name: "a late klog line", output: "Serving\nStopped the kubelet.\nW1130 21:02:03.456789   42 etcd.go:12] retrying\n",
-			stopped: "Stopped the kubelet.", after: []string{"W1130 21:02:03.456789   42 etcd.go:12] retrying"}},
-		{name: "never stopped: nothing to check", output: "Serving\nW1130 a warning\n"},
-		{name: "a line merely mentioning it", output: "pods: Stopped\n  Stopped containers: 0\nStopped.\n", stopped: "Stopped."},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			stopped, after := afterStopped(tt.output)
-			assert.Equal(t, tt.stopped, stopped)
-			if tt.after == nil {
-				assert.Empty(t, after)
-			} else {
-				assert.Equal(t, tt.after, after)
-			}
-		})
-	}
-}
-
 // programREADMEs are the READMEs of the programs under examples/ whose samples are checked as
 // the chapters' are, from the chapters directory: the production client's, on chapter 08's
 // cluster as chapter 11's README.
@@ -830,69 +805,6 @@ func TestNormalizeKeepsOpposites(t *testing.T) {
 	}
 }
 
-// TestAsThisHost: the README's runtime line becomes what this host has — a socket at the
-// endpoint or none — whichever the README shows; every other line stays.
-func TestAsThisHost(t *testing.T) {
-	dir, err := os.MkdirTemp("", "sock") // short: a unix socket's path has at most 107 bytes
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	listening := filepath.Join(dir, "listening.sock")
-	l, err := net.Listen("unix", listening)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = l.Close() })
-	file := filepath.Join(dir, "file.sock")
-	require.NoError(t, os.WriteFile(file, nil, 0o644))
-	none := filepath.Join(dir, "none.sock")
-
-	noRuntime := func(path string) string { return "    no runtime at unix://" + path + " [this host]" }
-	runtime := func(path string) string {
-		return "    a runtime listens at unix://" + path + ", this chapter leaves it alone [this host]"
-	}
-	tests := []struct{ name, sample, want string }{
-		{"none shown, one here", noRuntime(listening), runtime(listening)},
-		{"one shown, one here", runtime(listening), runtime(listening)},
-		{"none shown, none here", noRuntime(none), noRuntime(none)},
-		{"one shown, none here", runtime(none), noRuntime(none)},
-		{"a file that is no socket is no runtime", runtime(file), noRuntime(file)},
-		{"other lines stay", "11. container runtime   skipped\n" + noRuntime(none) + "\n12. CRI stats   skipped",
-			"11. container runtime   skipped\n" + noRuntime(none) + "\n12. CRI stats   skipped"},
-		{"a runtime line without the marker stays", "no runtime at unix://" + listening, "no runtime at unix://" + listening},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, asThisHost(tt.sample))
-		})
-	}
-}
-
-// TestExamples pins how commands are paired with their output blocks, host-specific ones too.
-func TestExamples(t *testing.T) {
-	readme := filepath.Join(t.TempDir(), "README.md")
-	require.NoError(t, os.WriteFile(readme, []byte("```sh\ngo run ./chapters/03-run --only 3\n```\n\nOn v2:\n\n```text cgroup-v2\nran\n```\n\n"+
-		"On v1:\n\n```text cgroup-v1\nfailed\n```\n\n```sh\ngo run ./chapters/08-minicluster &\ngo run ./chapters/01-entrypoint --help\n```\n\n```text\nUsage\n```\n"+
-		"```sh\ngo run ./chapters/07-syncloop\n```\n\n```text journey\n  1  a step\n```\n"+
-		"```sh\ngo run ./examples/kubelet-pods --node n1\n```\n\n```text\nNODE\n```\n"), 0o644))
-	exs := examples(t, readme)
-	require.Len(t, exs, 5)
-	assert.Equal(t, "chapters/03-run", exs[0].program)
-	assert.Equal(t, []string{"--only", "3"}, exs[0].arguments)
-	assert.Equal(t, "examples/kubelet-pods", exs[4].program, "a program under examples/ is run as a chapter is")
-	assert.Equal(t, []string{"--node", "n1"}, exs[4].arguments)
-	assert.Equal(t, "ran\n", exs[0].sampleFor("cgroup-v2").expected)
-	assert.Equal(t, "failed\n", exs[0].sampleFor("cgroup-v1").expected)
-	assert.Nil(t, exs[0].sampleFor("no-cgroups"))
-	assert.True(t, exs[1].background)
-	assert.Equal(t, "Usage\n", exs[2].sampleFor("cgroup-v1").expected)
-	assert.Equal(t, "Usage\n", exs[2].sampleFor("cgroup-v2").expected)
-	assert.False(t, exs[2].sampleFor("cgroup-v2").journey)
-	for _, host := range []string{"cgroup-v1", "cgroup-v2"} {
-		if want := exs[3].sampleFor(host); assert.NotNil(t, want, host) {
-			assert.True(t, want.journey, "compared as the note's journey")
-			assert.Equal(t, "  1  a step\n", want.expected)
-		}
-	}
-}
-
 // TestEveryCommandShowsACgroupV2Host: most readers run cgroup v2, so every command a README
 // runs shows what such a host prints (untagged, or tagged cgroup-v2); a cgroup-v1 sample is
 // optional, and a v1 host skips, with the reason, a command shown for v2 hosts only. Without this,
@@ -909,29 +821,4 @@ func TestEveryCommandShowsACgroupV2Host(t *testing.T) {
 		}
 	}
 	assert.Greater(t, commands, 10, "the READMEs' commands were found")
-}
-
-// TestScratch pins how /tmp in a README's commands becomes the test's own directory.
-func TestScratch(t *testing.T) {
-	s := scratch("/x/TestChapter123")
-	assert.Equal(t, []string{"--kubeconfig", "/x/TestChapter123/k.kubeconfig", "--out=/x/TestChapter123/a"},
-		s.arguments([]string{"--kubeconfig", "/tmp/k.kubeconfig", "--out=/tmp/a"}))
-	assert.Equal(t, "kubeconfig: /tmp/k.kubeconfig", s.output("kubeconfig: /x/TestChapter123/k.kubeconfig"))
-	assert.Equal(t, "/tmpfile", s.output("/tmpfile"))
-}
-
-// TestSetupLine pins which shell lines of a README the harness runs to prepare files: those that
-// write under /tmp only.
-func TestSetupLine(t *testing.T) {
-	for line, want := range map[string]bool{
-		"mkdir -p /tmp/web-edit && cp examples/static-pods/web.yaml /tmp/web-edit/":                       true,
-		"sed 's/nginx-slim:0.27/nginx-slim:0.26/' examples/static-pods/web.yaml > /tmp/web-edit/web.yaml": true,
-		"rm -rf /tmp/web-edit":                          false,
-		"cp examples/static-pods/web.yaml examples/x":   false,
-		"sed -i 's/a/b/' examples/static-pods/web.yaml": false,
-		"curl -s http://127.0.0.1:PORT/pods":            false,
-		"mkdir -p /tmp/a; rm -rf /":                     false,
-	} {
-		assert.Equal(t, want, setupLine.MatchString(line), line)
-	}
 }

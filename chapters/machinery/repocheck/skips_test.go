@@ -67,31 +67,6 @@ func skipCalls(fset *token.FileSet, file *ast.File) map[string][]int {
 	return found
 }
 
-func TestSkipCalls(t *testing.T) {
-	tests := []struct {
-		name, src string
-		want      map[string][]int
-	}{
-		{"t.Skip", "package x\nfunc TestA(t *testing.T) {\n\tt.Skip(\"no\")\n}\n", map[string][]int{"TestA": {3}}},
-		{"Skipf and SkipNow, in a closure", "package x\nfunc TestA(t *testing.T) {\n\tt.Run(\"a\", func(t *testing.T) { t.Skipf(\"%d\", 1) })\n\tb.SkipNow()\n}\n",
-			map[string][]int{"TestA": {3, 4}}},
-		{"a helper's method", "package x\nfunc (h *helper) stop(tb testing.TB) {\n\ttb.Skip()\n}\n", map[string][]int{"helper.stop": {3}}},
-		{"at package level", "package x\nvar skip = func(t *testing.T) { t.Skip() }\n", map[string][]int{"package level": {2}}},
-		{"tier is not a skip", "package x\nfunc TestA(t *testing.T) {\n\ttier.Require(t, \"root\", err)\n\ttier.Long(t, \"a build\")\n}\n", map[string][]int{}},
-		{"a method named Skip is declared, not called", "package x\nfunc (r *rec) Skip(a ...any) { r.skipped = true }\n", map[string][]int{}},
-		{"testing.Short, which passes a test that returns", "package x\nfunc TestA(t *testing.T) {\n\tif testing.Short() {\n\t\treturn\n\t}\n}\n", map[string][]int{"TestA": {3}}},
-		{"another package's Short", "package x\nfunc TestA(t *testing.T) {\n\t_ = strings.Short()\n}\n", map[string][]int{}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			fset := token.NewFileSet()
-			file, err := parser.ParseFile(fset, "x_test.go", tt.src, parser.SkipObjectResolution)
-			require.NoError(t, err)
-			assert.Equal(t, tt.want, skipCalls(fset, file))
-		})
-	}
-}
-
 // TestSkipsGoThroughTier finds every Skip, Skipf and SkipNow in the repository's Go code outside
 // the tier package: each must be one of notTiers, and each of notTiers must still be there.
 func TestSkipsGoThroughTier(t *testing.T) {
