@@ -2,14 +2,11 @@ package lab
 
 import (
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
-	"testing/fstest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -40,78 +37,6 @@ func TestPickIdentity(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.want, pickIdentity(tt.passwd, tt.group))
-		})
-	}
-}
-
-func TestPasswdAndGroupFiles(t *testing.T) {
-	id := identity{UID: 1000, GID: 1000, Docker: 105}
-	assert.Equal(t, "root:x:0:0:root:/root:/bin/bash\nattendee:x:1000:1000:workshop attendee:/lab/home:/bin/bash\n",
-		passwdWith("root:x:0:0:root:/root:/bin/bash", id, "/lab/home"))
-
-	tests := []struct {
-		name, group, want string
-		id                identity
-	}{
-		{"a member of the machine's docker group", "root:x:0:\ndocker:x:105:\n", "root:x:0:\ndocker:x:105:attendee\nattendee:x:1000:\n", id},
-		{"after its other members", "docker:x:105:ada\n", "docker:x:105:ada,attendee\nattendee:x:1000:\n", id},
-		{"the lab's docker group where the machine has none", "root:x:0:\n", "root:x:0:\nattendee:x:1000:\ndocker:x:1001:attendee\n",
-			identity{UID: 1000, GID: 1000, Docker: 1001}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, groupWith(tt.group, tt.id))
-		})
-	}
-}
-
-func TestIDMapping(t *testing.T) {
-	// On-disk root is the attendee; the rest is itself but the attendee's own id; the ranges
-	// cover 0 to 2^32-2 once.
-	assert.Equal(t, []syscall.SysProcIDMap{
-		{ContainerID: 0, HostID: 1000, Size: 1},
-		{ContainerID: 1, HostID: 1, Size: 999},
-		{ContainerID: 1001, HostID: 1001, Size: 1<<32 - 2 - 1000},
-	}, idMapping(1000))
-}
-
-func TestMountPoints(t *testing.T) {
-	// A machine's tree, made up: directories not named are others' to enter (0555).
-	tree := fstest.MapFS{
-		"root":                        {Mode: fs.ModeDir | 0o700},
-		"root/.cache/go-build":        {Mode: fs.ModeDir | 0o755},
-		"root/go/pkg/mod":             {Mode: fs.ModeDir | 0o755},
-		"work/repo":                   {Mode: fs.ModeDir | 0o755},
-		"var/cache/go":                {Mode: fs.ModeDir | 0o755},
-		"tmp":                         {Mode: fs.ModeDir | fs.ModeSticky | 0o777},
-		"tmp/make-test.1/TestX/001":   {Mode: fs.ModeDir | 0o755},
-		"tmp/make-test.1":             {Mode: fs.ModeDir | 0o700},
-		"tmp/make-test.1/TestX":       {Mode: fs.ModeDir | 0o755},
-		"tmp/make-test.1/TestX/001/f": {Mode: 0o644},
-	}
-	stat := func(p string) (fs.FileInfo, error) {
-		if !filepath.IsAbs(p) {
-			return nil, fmt.Errorf("%s is not absolute", p)
-		}
-		return fs.Stat(tree, strings.TrimPrefix(p, "/"))
-	}
-	tests := []struct {
-		name  string
-		paths []string
-		want  []string
-	}{
-		{"caches in a home others cannot enter: the home", []string{"/root/.cache/go-build", "/root/go/pkg/mod"}, []string{"/root"}},
-		{"a directory others reach: itself", []string{"/work/repo"}, []string{"/work/repo"}},
-		{"not yet made: its nearest existing ancestor", []string{"/var/cache/go/not-yet/sub"}, []string{"/var/cache/go"}},
-		{"nothing under another", []string{"/work/repo", "/work/repo/sub", "/root/.cache/go-build"}, []string{"/root", "/work/repo"}},
-		{"under a TMPDIR of root's alone: the TMPDIR, however open what is under it",
-			[]string{"/tmp/make-test.1/TestX/001/f", "/tmp/make-test.1/TestX/001/run"}, []string{"/tmp/make-test.1"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := mountPoints(tt.paths, stat)
-			require.NoError(t, err)
-			assert.Equal(t, tt.want, got)
 		})
 	}
 }

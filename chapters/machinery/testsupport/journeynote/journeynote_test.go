@@ -39,20 +39,6 @@ func noteSteps(t *testing.T) []Step {
 	return steps
 }
 
-// The note's table, as read: the first and last rows, "—" matching anything.
-func TestNoteSteps(t *testing.T) {
-	steps := noteSteps(t)
-	require.Greater(t, len(steps), 20)
-	assert.Equal(t, Step{Row: steps[0].Row, Number: 2, Phase: "start", Goroutine: "kubelet.(*Kubelet).Run", Does: "creates",
-		What: "kubelet.(*Kubelet).updateRuntimeUp", Through: "kubelet.(*Kubelet).Run"}, steps[0])
-	assert.Equal(t, Step{Row: steps[len(steps)-1].Row, Number: 42, Phase: "delete", Goroutine: "kubelet.(*podWorkers).UpdatePod.func1", Does: "returns"}, steps[len(steps)-1])
-
-	_, err := ParseNote("# a note\n\n## Another section\n\n| # | a |\n")
-	assert.ErrorContains(t, err, `no section "The journey, step by step"`)
-	_, err = ParseNote("# a note\n\n## The journey, step by step\n\n| # | phase |\n| --- | --- |\n| 1 | add |\n")
-	assert.ErrorContains(t, err, "a row of 2 cells, not six")
-}
-
 // The README's sample is the run the note's table was written from: it follows the note, and
 // each step the note lists has the number the note gives it.
 func TestReadmeSampleIsTheNotesRun(t *testing.T) {
@@ -124,20 +110,4 @@ func TestFollows(t *testing.T) {
 			assert.ErrorContains(t, err, tt.wantErr)
 		})
 	}
-}
-
-// Prose keeps what the output says besides its steps, and only that.
-func TestProse(t *testing.T) {
-	prose := Prose(sample(t))
-	assert.True(t, strings.HasPrefix(prose, "The real kubelet (k8s.io/kubernetes v1.37.2) ran in this process as node \"walkthrough\", standalone,\n"), prose)
-	assert.Contains(t, prose, "\n== add: web.yaml appears in the static pod directory ==\n   pod default/web-walkthrough, UID ")
-	assert.Contains(t, prose, "\n== delete: web.yaml is removed ==\n")
-	assert.True(t, strings.HasSuffix(prose, "\nN steps; the kubelet ran for 5s"), prose)
-	assert.NotContains(t, prose, "kubelet.(*podWorkers).UpdatePod.func1", "no step")
-	assert.NotContains(t, prose, "pkg/kubelet/", "no frame")
-	assert.NotContains(t, prose, "\n\n", "no blank line")
-
-	run := sample(t)
-	assert.Equal(t, prose, Prose(strings.Replace(run, block(t, run, 13), block(t, run, 13)+block(t, run, 13), 1)), "a step more or less is not prose")
-	assert.NotEqual(t, prose, Prose(strings.Replace(run, "== edit: web.yaml is replaced", "== edit: web.yaml is renamed", 1)), "a phase's title is")
 }
