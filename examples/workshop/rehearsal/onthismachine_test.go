@@ -74,6 +74,7 @@ func TestRehearseOnThisMachine(t *testing.T) {
 			r.ran = nil
 			before := r.check(e)
 			require.False(t, before.Passed(), "exercise %d passes before its commands", e.Number)
+			require.Contains(t, beforeReason, e.Number, "what exercise %d's checker says before its commands", e.Number)
 			assert.Contains(t, strings.Join(before.Missing, "\n"), beforeReason[e.Number], "why exercise %d fails before its commands", e.Number)
 			t.Logf("exercise %d before its commands: FAIL, %s", e.Number, before.Missing[0])
 			blocks, err := ReadBlocks(r.root, exerciseReadme(e))
