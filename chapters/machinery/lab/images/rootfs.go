@@ -1,7 +1,6 @@
 package images
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -177,7 +176,7 @@ func (r Recipe) Make(ctx context.Context, dir, mirror, cache string, log io.Writ
 		return fmt.Errorf("debootstrap needs root (the machine's: uid 0 in a user namespace is not)")
 	}
 	if mirror == "" {
-		mirror = DebianMirror(os.ReadFile, filepath.Glob)
+		mirror = DebianMirror(ctx)
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return err
@@ -265,30 +264,17 @@ func saveRootfs(ctx context.Context, dir, archive string) error {
 	return os.Rename(tmp.Name(), archive)
 }
 
-// DebianMirror finds the Debian mirror this machine's apt uses: the first source, in
-// /etc/apt/sources.list (one-line format) or /etc/apt/sources.list.d (*.list, or deb822
-// *.sources), that serves a Debian suite. "" when there is none (an Ubuntu machine, say):
-// debootstrap then uses its own default.
-func DebianMirror(readFile func(string) ([]byte, error), glob func(string) ([]string, error)) string {
-	files := []string{"/etc/apt/sources.list"}
-	for _, pattern := range []string{"/etc/apt/sources.list.d/*.list", "/etc/apt/sources.list.d/*.sources"} {
-		more, _ := glob(pattern)
-		slices.Sort(more)
-		files = append(files, more...)
+// DebianMirror is the Debian mirror this machine's apt uses, as apt itself reads its sources
+// (one-line or deb822, options, Enabled: no): the first that serves a Debian suite. "" when there
+// is none, or no apt (an Ubuntu machine, say): debootstrap then uses its own default.
+func DebianMirror(ctx context.Context) string {
+	out, err := runTool(ctx, "apt-get", "indextargets", "--format", "$(TARGET_OF) $(REPO_URI) $(RELEASE)")
+	if err != nil {
+		return ""
 	}
-	for _, f := range files {
-		data, err := readFile(f)
-		if err != nil {
-			continue
-		}
-		var found string
-		if strings.HasSuffix(f, ".sources") {
-			found = deb822Mirror(string(data))
-		} else {
-			found = oneLineMirror(string(data))
-		}
-		if found != "" {
-			return found
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "deb" && isDebianSuite(f[2]) {
+			return strings.TrimSuffix(f[1], "/")
 		}
 	}
 	return ""
@@ -298,84 +284,6 @@ func DebianMirror(readFile func(string) ([]byte, error), glob func(string) ([]st
 var debianSuites = []string{"bookworm", "trixie", "forky", "sid", "stable", "testing", "unstable", "oldstable"}
 
 func isDebianSuite(suite string) bool { return slices.Contains(debianSuites, suite) }
-
-// oneLineMirror reads "deb [options] URI suite component…" lines.
-func oneLineMirror(text string) string {
-	s := bufio.NewScanner(strings.NewReader(text))
-	for s.Scan() {
-		fields := strings.Fields(s.Text())
-		if len(fields) < 3 || fields[0] != "deb" {
-			continue
-		}
-		rest := fields[1:]
-		if strings.HasPrefix(rest[0], "[") { // options, up to the closing bracket
-			for len(rest) > 0 && !strings.HasSuffix(rest[0], "]") {
-				rest = rest[1:]
-			}
-			if len(rest) > 0 {
-				rest = rest[1:]
-			}
-		}
-		if len(rest) >= 2 && isDebianSuite(rest[1]) {
-			return strings.TrimSuffix(rest[0], "/")
-		}
-	}
-	return ""
-}
-
-// deb822Mirror reads stanzas of "Types:", "URIs:", "Suites:" fields (deb822: stanzas apart by
-// blank lines, a field's value may go on over lines that begin with a space), skipping those
-// with "Enabled: no".
-func deb822Mirror(text string) string {
-	var stanzas [][]string
-	var current []string
-	for _, line := range strings.Split(text, "\n") {
-		if strings.TrimSpace(line) == "" {
-			if len(current) > 0 {
-				stanzas = append(stanzas, current)
-			}
-			current = nil
-			continue
-		}
-		current = append(current, line)
-	}
-	if len(current) > 0 {
-		stanzas = append(stanzas, current)
-	}
-	for _, stanza := range stanzas {
-		fields := map[string]string{}
-		key := ""
-		for _, line := range stanza {
-			switch {
-			case strings.HasPrefix(strings.TrimSpace(line), "#"):
-			case strings.HasPrefix(line, " ") || strings.HasPrefix(line, "\t"):
-				if key != "" {
-					fields[key] += " " + strings.TrimSpace(line)
-				}
-			default:
-				k, value, ok := strings.Cut(line, ":")
-				if !ok {
-					continue
-				}
-				key = strings.ToLower(strings.TrimSpace(k))
-				fields[key] = strings.TrimSpace(value)
-			}
-		}
-		if strings.EqualFold(fields["enabled"], "no") || !slices.Contains(strings.Fields(fields["types"]), "deb") {
-			continue
-		}
-		uris := strings.Fields(fields["uris"])
-		if len(uris) == 0 {
-			continue
-		}
-		for _, suite := range strings.Fields(fields["suites"]) {
-			if isDebianSuite(suite) {
-				return strings.TrimSuffix(uris[0], "/")
-			}
-		}
-	}
-	return ""
-}
 
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")

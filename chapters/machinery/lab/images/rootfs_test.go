@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,130 +17,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// fakeApt serves apt's configuration files from a map, as DebianMirror reads them: readFile
-// fails for a file that is not there, and glob returns its matches in reverse order, so that
-// only DebianMirror's own sorting puts them in order.
-type fakeApt map[string]string
-
-func (a fakeApt) readFile(name string) ([]byte, error) {
-	content, ok := a[name]
-	if !ok {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
-	}
-	return []byte(content), nil
-}
-
-func (a fakeApt) glob(pattern string) ([]string, error) {
-	var matches []string
-	for name := range a {
-		ok, err := filepath.Match(pattern, name)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			matches = append(matches, name)
-		}
-	}
-	slices.Sort(matches)
-	slices.Reverse(matches)
-	return matches, nil
-}
-
-// listDir is the path of a file of apt's sources.list.d.
-func listDir(name string) string { return "/etc/apt/sources.list.d/" + name }
-
-func testdata(t *testing.T, name string) string {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", name))
-	require.NoError(t, err)
-	return string(data)
-}
-
-func TestDebianMirror(t *testing.T) {
-	const list = "/etc/apt/sources.list"
-	tests := []struct {
-		name  string
-		files fakeApt
-		want  string
-	}{
-		{"Debian's one-line sources.list", fakeApt{list: "" +
-			"deb http://deb.debian.org/debian bookworm main\n" +
-			"deb http://deb.debian.org/debian bookworm-updates main\n" +
-			"deb http://security.debian.org/debian-security bookworm-security main\n",
-		}, "http://deb.debian.org/debian"},
-		{"deb822 debian.sources, as this machine has it", fakeApt{
-			listDir("debian.sources"): testdata(t, "apt/debian.sources"),
-		}, "http://deb.debian.org/debian"},
-		{"deb822 with the security archive first", fakeApt{listDir("debian.sources"): "" +
-			"Types: deb\nURIs: http://security.debian.org/debian-security\nSuites: bookworm-security\nComponents: main\n\n" +
-			"Types: deb\nURIs: http://mirror.example/debian\nSuites: trixie trixie-updates\nComponents: main\n",
-		}, "http://mirror.example/debian"},
-		{"deb822 source packages only", fakeApt{listDir("debian.sources"): "" +
-			"Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: bookworm\nComponents: main\n",
-		}, ""},
-		{"options in brackets", fakeApt{list: "" +
-			"deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://x/debian bookworm main\n",
-		}, "http://x/debian"},
-		{"several options in brackets", fakeApt{list: "" +
-			"deb [ arch=amd64 signed-by=/usr/share/keyrings/debian-archive-keyring.gpg ] http://x/debian bookworm main\n",
-		}, "http://x/debian"},
-		{"a trailing slash trimmed", fakeApt{list: "deb http://mirror.example/debian/ bookworm main\n"}, "http://mirror.example/debian"},
-		{"a trailing slash trimmed in deb822", fakeApt{listDir("debian.sources"): "" +
-			"Types: deb\nURIs: http://mirror.example/debian/\nSuites: bookworm\nComponents: main\n",
-		}, "http://mirror.example/debian"},
-		{"Ubuntu's one-line sources.list (jammy)", fakeApt{list: "" +
-			"deb http://archive.ubuntu.com/ubuntu/ jammy main restricted\n" +
-			"deb http://archive.ubuntu.com/ubuntu/ jammy-updates main restricted\n" +
-			"deb http://security.ubuntu.com/ubuntu/ jammy-security main restricted\n",
-		}, ""},
-		{"Ubuntu's deb822 ubuntu.sources (noble)", fakeApt{
-			list:                      "# Ubuntu sources have moved to /etc/apt/sources.list.d/ubuntu.sources\n",
-			listDir("ubuntu.sources"): testdata(t, "apt/ubuntu.sources"),
-		}, ""},
-		{"comments ignored", fakeApt{list: "" +
-			"# deb http://commented.example/debian bookworm main\n" +
-			"#deb http://commented-too.example/debian bookworm main\n" +
-			"deb-src http://source.example/debian bookworm main\n" +
-			"deb http://deb.debian.org/debian bookworm main\n",
-		}, "http://deb.debian.org/debian"},
-		{"comments ignored in deb822", fakeApt{listDir("debian.sources"): "" +
-			"# URIs: http://commented.example/debian\n" +
-			"Types: deb\n# URIs: http://commented-too.example/debian\nURIs: http://deb.debian.org/debian\nSuites: bookworm\nComponents: main\n",
-		}, "http://deb.debian.org/debian"},
-		{"sources.list before sources.list.d", fakeApt{
-			list:                 "deb http://first.example/debian bookworm main\n",
-			listDir("a.list"):    "deb http://second.example/debian bookworm main\n",
-			listDir("a.sources"): "Types: deb\nURIs: http://third.example/debian\nSuites: bookworm\n",
-		}, "http://first.example/debian"},
-		{".list files before .sources files", fakeApt{
-			listDir("a.sources"): "Types: deb\nURIs: http://sources.example/debian\nSuites: bookworm\n",
-			listDir("z.list"):    "deb http://list.example/debian bookworm main\n",
-		}, "http://list.example/debian"},
-		{".list files in sorted order", fakeApt{
-			listDir("b.list"): "deb http://b.example/debian bookworm main\n",
-			listDir("a.list"): "deb http://a.example/debian bookworm main\n",
-		}, "http://a.example/debian"},
-		{".sources files in sorted order", fakeApt{
-			listDir("b.sources"): "Types: deb\nURIs: http://b.example/debian\nSuites: bookworm\n",
-			listDir("a.sources"): "Types: deb\nURIs: http://a.example/debian\nSuites: bookworm\n",
-		}, "http://a.example/debian"},
-		{"a file without a Debian suite passes to the next", fakeApt{
-			list:                      "deb http://archive.ubuntu.com/ubuntu jammy main\n",
-			listDir("debian.sources"): testdata(t, "apt/debian.sources"),
-		}, "http://deb.debian.org/debian"},
-		{"files that are not apt sources are not read", fakeApt{
-			listDir("debian.list.disabled"): "deb http://disabled.example/debian bookworm main\n",
-			listDir("debian.sources.bak"):   "Types: deb\nURIs: http://backup.example/debian\nSuites: bookworm\n",
-		}, ""},
-		{"nothing readable", fakeApt{}, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, DebianMirror(tt.files.readFile, tt.files.glob))
-		})
-	}
-}
 
 // CheckRootfsDir takes a directory MakeRootfs may remove: new, empty, or carrying one of its
 // markers. An entry named debootstrap is no mark of the lab's (/usr/sbin has one): lab rootfs,
@@ -312,4 +187,31 @@ func TestRootfsCache(t *testing.T) {
 	before := debootstraps
 	_, which = made(t, mirror, "")
 	assert.Equal(t, strconv.Itoa(before+1), which, "no cache: debootstrap")
+}
+
+// DebianMirror takes apt's own reading of its sources: the first that serves a Debian suite
+// (bookworm-security is not one: it serves only the security updates); none without one, or
+// without apt.
+func TestDebianMirror(t *testing.T) {
+	tests := []struct {
+		name, apt string
+		err       error
+		want      string
+	}{
+		{"Debian", "deb http://deb.debian.org/debian-security/ bookworm-security\ndeb http://mirror.example/debian/ bookworm\ndeb-src http://other.example/debian/ bookworm\n", nil, "http://mirror.example/debian"},
+		{"Ubuntu", "deb http://archive.ubuntu.com/ubuntu/ noble\n", nil, ""},
+		{"no apt", "", errors.New(`exec: "apt-get": executable file not found in $PATH`), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rt := runTool
+			t.Cleanup(func() { runTool = rt })
+			runTool = func(_ context.Context, name string, args ...string) ([]byte, error) {
+				require.Equal(t, "apt-get", name)
+				require.Equal(t, "indextargets", args[0])
+				return []byte(tt.apt), tt.err
+			}
+			assert.Equal(t, tt.want, DebianMirror(context.Background()))
+		})
+	}
 }
