@@ -15,32 +15,6 @@ import (
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/tier"
 )
 
-func TestPickIdentity(t *testing.T) {
-	tests := []struct {
-		name          string
-		passwd, group string
-		want          identity
-	}{
-		{"a machine without normal users or docker group",
-			"root:x:0:0:root:/root:/bin/bash\n", "root:x:0:\n",
-			identity{UID: 1000, GID: 1000, Docker: 1001}},
-		{"the machine's docker group is the socket's",
-			"root:x:0:0:root:/root:/bin/bash\n", "root:x:0:\ndocker:x:105:\n",
-			identity{UID: 1000, GID: 1000, Docker: 105}},
-		{"uid 1000 is a user's, gid 1001 a group's: the first number free in both",
-			"root:x:0:0::/root:/bin/bash\nada:x:1000:1000::/home/ada:/bin/bash\n", "root:x:0:\nada:x:1000:\nstaff:x:1001:\n",
-			identity{UID: 1002, GID: 1002, Docker: 1003}},
-		{"a docker gid of the lab's own skips taken groups",
-			"", "g:x:1001:\n",
-			identity{UID: 1000, GID: 1000, Docker: 1002}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, pickIdentity(tt.passwd, tt.group))
-		})
-	}
-}
-
 // The laptop, without an engine: the attendee's commands run as a normal user in the docker
 // group, write a directory of root's as its owner (the disk keeps root's), and read the
 // attendee's passwd line; this machine's mounts and /etc stay as they were, and nothing of

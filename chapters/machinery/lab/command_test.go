@@ -35,6 +35,11 @@ func TestOutputChecks(t *testing.T) {
 	sbin := filepath.Join(dir, "sbin")
 	require.NoError(t, os.MkdirAll(sbin, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(sbin, "debootstrap"), []byte("#!/bin/sh\n"), 0o755))
+	oldDebootstrap := filepath.Join(dir, "half-old")
+	require.NoError(t, os.MkdirAll(filepath.Join(oldDebootstrap, "debootstrap"), 0o755))
+	markerLink := filepath.Join(dir, "link")
+	require.NoError(t, os.Mkdir(markerLink, 0o755))
+	require.NoError(t, os.Symlink(filepath.Join(sbin, "debootstrap"), filepath.Join(markerLink, ".kubelet-walkthrough-rootfs-in-progress")))
 	archive := filepath.Join(dir, "kicbase.tar")
 	require.NoError(t, os.WriteFile(archive, []byte("tar"), 0o644))
 	require.NoError(t, os.WriteFile(archive+".inputs", []byte("digest"), 0o644))
@@ -51,6 +56,8 @@ func TestOutputChecks(t *testing.T) {
 		{"rootfs: one it made", func() error { return checkRootfsDir(made) }, ""},
 		{"rootfs: a debootstrap that stopped", func() error { return checkRootfsDir(halfMade) }, ""},
 		{"rootfs: a debootstrap entry, no marker", func() error { return checkRootfsDir(sbin) }, "--rootfs " + sbin + ": a directory that lab rootfs did not make"},
+		{"rootfs: a debootstrap directory, no marker", func() error { return checkRootfsDir(oldDebootstrap) }, "a directory that lab rootfs did not make"},
+		{"rootfs: the marker a link, not a file", func() error { return checkRootfsDir(markerLink) }, "a directory that lab rootfs did not make"},
 		{"rootfs: the reader's directory", func() error { return checkRootfsDir(full) }, "--rootfs " + full + ": a directory that lab rootfs did not make, and it would remove it to make one: name a new directory (lab rootfs marks its own with .kubelet-walkthrough-rootfs-in-progress, then .kubelet-walkthrough-rootfs)"},
 		{"rootfs: a file", func() error { return checkRootfsDir(file) }, "--rootfs " + file + ": "},
 		{"rootfs: empty name", func() error { return checkRootfsDir("") }, `--rootfs "": name a directory`},

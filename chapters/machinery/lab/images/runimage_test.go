@@ -1,15 +1,12 @@
 package images
 
 import (
-	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/testsupport/tier"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/mod/modfile"
@@ -68,44 +65,4 @@ func TestRunImageIsTheDockerfiles(t *testing.T) {
 	}
 	assert.Positive(t, packages, "the packages the Dockerfile installs were read")
 	assert.Positive(t, commands, "the commands the Dockerfile runs were read")
-}
-
-// The run image is the root file system and this machine's Go at /usr/local/go, owned by root,
-// with the Go image's environment; made again only when an input changes.
-func TestBuildRunImage(t *testing.T) {
-	_, err := exec.LookPath("tar")
-	tier.Require(t, "node", err) // the layers are written by tar
-	rootfs, _ := fakeRootfs(t)
-	require.NoError(t, os.WriteFile(filepath.Join(rootfs, rootfsDone), []byte(RunImageRecipe().text()), 0o644))
-	goroot := t.TempDir()
-	require.NoError(t, os.MkdirAll(filepath.Join(goroot, "bin"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(goroot, "VERSION"), []byte("go1.26.8\ntime 2026-11-05\n"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(goroot, "bin", "go"), []byte("go\n"), 0o755))
-	if os.Geteuid() == 0 {
-		require.NoError(t, os.Chown(filepath.Join(goroot, "bin", "go"), 1000, 1000)) // a Go unpacked by a user
-	}
-	opts := RunImageOptions{Rootfs: rootfs, GoRoot: goroot, Out: filepath.Join(t.TempDir(), "run-image.tar"), Ref: "kubelet-walkthrough/run:test"}
-
-	image, err := BuildRunImage(context.Background(), opts)
-	require.NoError(t, err)
-	assert.True(t, image.Built)
-	config, layers := loadImage(t, opts.Out, opts.Ref)
-	assert.Equal(t, runImageEnv, config.Config.Env)
-	require.Len(t, config.History, 2)
-	assert.Equal(t, "kubelet-walkthrough lab: Go go1.26.8", config.History[1].CreatedBy)
-	require.Len(t, layers, 2)
-	rootEntries, _ := layerEntries(t, layers[0])
-	assert.Contains(t, rootEntries, "/etc/os-release")
-	assert.NotContains(t, rootEntries, "/"+rootfsDone, "the marker left out")
-	goEntries, order := layerEntries(t, layers[1])
-	assert.Equal(t, []string{"/usr/local/go/", "/usr/local/go/VERSION", "/usr/local/go/bin/", "/usr/local/go/bin/go"}, order)
-	for p, f := range goEntries {
-		assert.Zero(t, f.header.Uid, "%s owned by root", p)
-	}
-	assert.Equal(t, int64(0o755), goEntries["/usr/local/go/bin/go"].header.Mode)
-
-	again, err := BuildRunImage(context.Background(), opts)
-	require.NoError(t, err)
-	assert.False(t, again.Built, "nothing changed")
-	assert.Equal(t, image.Size, again.Size)
 }

@@ -145,37 +145,3 @@ func TestReadmeResults(t *testing.T) {
 	assert.Equal(t, "# github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/machinery/repocheck\nrepocheck/x.go:1: undefined: y\n", other)
 	assert.Equal(t, `^TestChapterREADMEs$/^(01-entrypoint|04-runkubelet)$`, runPattern([]string{"01-entrypoint", "04-runkubelet"}))
 }
-
-// A README's samples name the next release's module where they named the pinned one, and nothing
-// else changes: an image's tag, the commands, the prose.
-func TestRetagSamples(t *testing.T) {
-	readme := filepath.Join(t.TempDir(), "README.md")
-	const before = "Runs k8s.io/kubernetes v1.37.2.\n\n```sh\ngo run ./chapters/04-runkubelet\n```\n\n```text\n" +
-		"The real kubelet (k8s.io/kubernetes v1.37.2) runs.\nFiles are k8s.io/kubernetes@v1.37.2's.\n" +
-		"registry.k8s.io/kube-apiserver:v1.37.2\n```\n"
-	require.NoError(t, os.WriteFile(readme, []byte(before), 0o644))
-	require.NoError(t, retagSamples(readme, "v1.37.2", "v1.38.0-beta.0"))
-	after, err := os.ReadFile(readme)
-	require.NoError(t, err)
-	assert.Equal(t, "Runs k8s.io/kubernetes v1.37.2.\n\n```sh\ngo run ./chapters/04-runkubelet\n```\n\n```text\n"+
-		"The real kubelet (k8s.io/kubernetes v1.38.0-beta.0) runs.\nFiles are k8s.io/kubernetes@v1.38.0-beta.0's.\n"+
-		"registry.k8s.io/kube-apiserver:v1.37.2\n```\n", string(after))
-}
-
-// A module the proxy will not serve is named once, with the proxy's answer.
-func TestUnfetched(t *testing.T) {
-	const tidy = `go: example.com/walk/chapters/04-runkubelet/realkubelet imports
-	k8s.io/kubernetes/pkg/kubelet imports
-	sigs.k8s.io/iptables-wrappers/pkg/iptables: sigs.k8s.io/iptables-wrappers@v1.0.0: reading https://proxy.golang.org/sigs.k8s.io/iptables-wrappers/@v/v1.0.0.zip: 403 Forbidden
-	server response: This module version is not available.
-go: k8s.io/kubernetes/cmd/kube-proxy imports
-	sigs.k8s.io/iptables-wrappers/pkg/iptables/testing: sigs.k8s.io/iptables-wrappers@v1.0.0: reading https://proxy.golang.org/sigs.k8s.io/iptables-wrappers/@v/v1.0.0.zip: 403 Forbidden
-	server response: This module version is not available.
-go: example.com/x@v0.1.0: reading file:///tmp/proxy/example.com/x/@v/v0.1.0.mod: no such file or directory
-`
-	assert.Equal(t, []string{
-		"`sigs.k8s.io/iptables-wrappers@v1.0.0` (403 Forbidden: This module version is not available.)",
-		"`example.com/x@v0.1.0` (no such file or directory)",
-	}, unfetched(tidy))
-	assert.Empty(t, unfetched("go: finding module for package k8s.io/kubernetes/pkg/gone\n"))
-}

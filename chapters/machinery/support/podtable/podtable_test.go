@@ -33,28 +33,6 @@ func ExamplePrint() {
 	// minikube   kube-system   etcd-minikube   Running   mirror   90s
 }
 
-func TestPodStatus(t *testing.T) {
-	deleting := metav1.NewTime(now)
-	tests := []struct {
-		name string
-		pod  v1.Pod
-		want string
-	}{
-		{"phase", v1.Pod{Status: v1.PodStatus{Phase: v1.PodRunning}}, "Running"},
-		{"no phase", v1.Pod{}, "Unknown"},
-		{"reason wins", v1.Pod{Status: v1.PodStatus{Phase: v1.PodFailed, Reason: "Evicted"}}, "Evicted"},
-		{"being deleted", v1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &deleting}, Status: v1.PodStatus{Phase: v1.PodRunning}}, "Terminating"},
-		{"waiting container", v1.Pod{Status: v1.PodStatus{Phase: v1.PodPending, ContainerStatuses: []v1.ContainerStatus{
-			{State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ContainerCreating"}}},
-		}}}, "ContainerCreating"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, PodStatus(&tt.pod))
-		})
-	}
-}
-
 func TestPodAge(t *testing.T) {
 	started := metav1.NewTime(now.Add(-5 * time.Minute))
 	tests := []struct {

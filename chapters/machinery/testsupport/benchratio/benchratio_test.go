@@ -173,41 +173,6 @@ func TestJudge(t *testing.T) {
 	}
 }
 
-// benchsummary's command, on a file, against the real note.
-func TestSummaryCommand(t *testing.T) {
-	cmd := NewSummaryCommand()
-	var out bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetArgs([]string{"--goals", filepath.Join("..", "..", "..", "..", "notes", "measurements.md"), filepath.Join("testdata", "bench.txt")})
-	require.NoError(t, cmd.Execute())
-	// One run of each side (two of Discovery's) decides no time: only the exact counts are judged.
-	assert.Equal(t, `
-Side by side: each ratio's sides (median ±95% interval of their runs), the ratio of the medians, and its goal in ../../../../notes/measurements.md.
-BENCHMARK                                                    RATIO                   NUMERATOR   DENOMINATOR   RATIO OF MEDIANS   GOAL     VERDICT
-BenchmarkLoadManifests/manifests=1                           toy/real                2.61ms ±∞   517µs ±∞      5.05               ≤ 1.15   inconclusive (spread too wide: p=1.00, n=1)
-BenchmarkLoadManifests/manifests=100                         toy/real                20.2ms ±∞   19.7ms ±∞     1.03               ≤ 1.15   inconclusive (spread too wide: p=1.00, n=1)
-BenchmarkLoadManifests/manifests=1000                        toy/real                193ms ±∞    195ms ±∞      0.989              ≤ 1.15   inconclusive (spread too wide: p=1.00, n=1)
-BenchmarkNewManifestVisible                                  toy/real                2.39ms ±∞   99.9ms ±∞     0.0239             ≤ 1      inconclusive (spread too wide: p=1.00, n=1)
-BenchmarkFetch                                               client/bare-net-http    13.1ms ±∞   13.5ms ±∞     0.97               ≤ 1.1    inconclusive (spread too wide: p=1.00, n=1)
-BenchmarkPoll100                                             HTTP2.0/HTTP1.1         1.28s ±∞    1.06s ±∞      1.2                ≤ 1.2    inconclusive (spread too wide: p=1.00, n=1)
-BenchmarkDiscovery/nodes=1                                   before/after            3.7ms ±∞    662µs ±∞      5.59               ≥ 2      inconclusive (spread too wide: p=1.00, n=2)
-BenchmarkDiscovery/nodes=1                                   requests:before/after   2 ±0%       1 ±0%         2                  ≥ 2      met (exact, n=2)
-BenchmarkDiscovery/nodes=10                                  before/after            11.7ms ±∞   2.04ms ±∞     5.73               ≥ 2      inconclusive (spread too wide: p=0.33, n=2)
-BenchmarkDiscovery/nodes=10                                  requests:before/after   11 ±0%      1 ±0%         11                 ≥ 11     met (exact, n=2)
-BenchmarkDiscovery/nodes=100                                 before/after            41.7ms ±∞   6.18ms ±∞     6.75               ≥ 2      inconclusive (spread too wide: p=0.33, n=2)
-BenchmarkDiscovery/nodes=100                                 requests:before/after   101 ±0%     1 ±0%         101                ≥ 101    met (exact, n=2)
-BenchmarkWatchVsPoll x-poll-10s/watch                        -                       -           -             -                  ≥ 100    not measured in this run
-BenchmarkWatchVsPoll x-bytes:poll-10s/watch                  -                       -           -             -                  ≥ 50     not measured in this run
-BenchmarkWatchVsPoll x-requests:poll-10s/watch               -                       -           -             -                  ≥ 360    not measured in this run
-BenchmarkAllNodes x-nodes=4/nodes=1                          -                       -           -             -                  ≤ 3      not measured in this run
-BenchmarkStart x-to-ready:nodes=3/nodes=1                    -                       -           -             -                  ≤ 1.5    not measured in this run
-BenchmarkEviction x-to-first-eviction:status=10s/status=1s   -                       -           -             -                  ≤ 1.1    not measured in this run
-BenchmarkEviction x-to-MemoryPressure:status=10s/status=1s   -                       -           -             -                  ≤ 2      not measured in this run
-Goals: 3 met, 0 missed, 9 inconclusive.
-A goal is met or missed only when the runs say so (a U test, p ≤ 0.05, as benchstat's): one run proves nothing on a busy machine; more runs (make bench BENCH_COUNT=10) or a quieter machine decide the inconclusive ones.
-`, out.String())
-}
-
 // A ratio that misses its goal is marked, and each verdict counted at the end with the ratios
 // that have no goal.
 func TestSummaryCommandMissed(t *testing.T) {

@@ -28,12 +28,6 @@ type Ratio struct {
 	Num, Den []float64
 }
 
-// Top is the top-level benchmark of the comparison: the name notes/measurements.md uses.
-func (r Ratio) Top() string {
-	top, _, _ := strings.Cut(r.Benchmark, "/")
-	return top
-}
-
 // benchLine is a result line of go test -bench: name, iterations, then value-unit pairs
 // (golang.org/x/perf's benchfmt reads the same format; this package needs only its ratios).
 var benchLine = regexp.MustCompile(`^(Benchmark\S+)\s+\d+\s+(.*)$`)

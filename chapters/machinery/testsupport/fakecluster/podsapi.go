@@ -96,13 +96,6 @@ func (p *PodsAPI) Send(t podsv1alpha1.EventType, pod corev1.Pod) error {
 	return nil
 }
 
-// Watchers is how many watches are open.
-func (p *PodsAPI) Watchers() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.watchers)
-}
-
 // Break ends every open watch with err.
 func (p *PodsAPI) Break(err error) {
 	p.mu.Lock()
