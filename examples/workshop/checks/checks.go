@@ -7,7 +7,9 @@
 // line for the one it deleted; the kubelet's refusal of a manifest; containerd's record of an
 // exited container; the CSR an attendee approved), creation times after what the exercise
 // starts from, the image built from the attendee's own compile, the test run by the checker's own
-// harness. Never on answers a README prints, never on a state a fresh cluster already has. Where
+// harness. Never on answers a README prints, never on a state a fresh cluster already has — but
+// for exercise 1, a first look whose README prints what the commands find: its checker is the
+// day's test that minikube works, and passes on a new cluster with its answers. Where
 // the evidence is only on the node (the kubelet's and containerd's journals, a file the README
 // copies there, a process), the checker reads it as the README's own steps do, through minikube
 // ssh, after checking that it reached the kubeconfig's node (node.go).

@@ -215,8 +215,9 @@ func answersFor(n int, rs runs) (map[string]string, error) {
 	case 16:
 		a, err = workerAnswers(rs)
 	case 17:
-		// The refusals of pods-reader, as each way printed them; the verb, as the kubelet's names it.
-		kubelet := must(rs.line("--via=kubelet --token-file examples/workshop/answers/pods-reader.token", 0, `(Forbidden \(user=.*\))$`))
+		// The refusals of pods-reader, as each way printed them (the kubelet's from inside the node,
+		// the path every machine takes); the verb, as the kubelet's names it.
+		kubelet := must(rs.line("--via=kubelet --token-file pods-reader.token", 0, `(Forbidden \(user=.*\))$`))
 		verb := regexp.MustCompile(`verb=(\w+)`).FindStringSubmatch(kubelet)
 		if verb == nil {
 			verb = []string{"", ""}
@@ -344,8 +345,8 @@ func TestAnswersReadFromOutput(t *testing.T) {
 		ran(exec+"--via=kubelet --token-file examples/workshop/answers/proxy-getter.token -n exercise-17 -c monitor target -- nft add table inet via-kubelet", ""),
 		ran(exec+"--via=apiserver --token-file examples/workshop/answers/proxy-getter.token -n exercise-17 -c monitor target -- nft add table inet via-apiserver",
 			"error: unable to upgrade streaming request: websocket: bad handshake (400 Bad Request): you must specify at least 1 of stdin, stdout, stderr\n"),
-		ran(exec+"--via=kubelet --token-file examples/workshop/answers/pods-reader.token -n exercise-17 -c monitor target -- nft add table inet refused",
-			"error: unable to upgrade streaming request: websocket: bad handshake (403 Forbidden): Forbidden (user=system:serviceaccount:exercise-17:pods-reader, verb=get, resource=nodes, subresource(s)=[proxy])\n"),
+		ran("minikube ssh -- sudo ./nodes-proxy-exec --kubeconfig /etc/kubernetes/admin.conf --node minikube --via=kubelet --token-file pods-reader.token --kubelet-ca-file kubelet-cas.crt --kubelet-tls-server-name=Hostname -n exercise-17 -c monitor target -- nft add table inet refused",
+			"error: unable to upgrade streaming request: websocket: bad handshake (403 Forbidden): Forbidden (user=system:serviceaccount:exercise-17:pods-reader, verb=get, resource=nodes, subresource(s)=[proxy])\r\nssh: Process exited with status 1\n"),
 		ran(exec+"--via=apiserver --token-file examples/workshop/answers/pods-reader.token -n exercise-17 -c monitor target -- nft add table inet refused",
 			"error: unable to upgrade streaming request: nodes \"minikube\" is forbidden: User \"system:serviceaccount:exercise-17:pods-reader\" cannot get resource \"nodes/proxy\" in API group \"\" at the cluster scope\n"),
 	})
