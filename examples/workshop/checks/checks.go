@@ -219,15 +219,6 @@ func mirrorPods(ctx context.Context, env Env, nodeName string) (map[string]corev
 	return out, nil
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // normalize makes an answer comparable: surrounding space, quotes and a trailing slash off.
 func normalize(s string) string {
 	s = strings.TrimSpace(s)

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -74,7 +75,7 @@ func (c *cluster) shell(_ context.Context, script string) ([]byte, error) {
 	out, err := exec.Command("bash", "-n", "-c", script).CombinedOutput()
 	require.NoError(c.t, err, "bash -n -c %q: %s", script, out)
 	out = []byte(machineID + "\n" + nodeMark + "\n")
-	for _, key := range sortedKeys(c.node) {
+	for _, key := range slices.Sorted(maps.Keys(c.node)) {
 		if strings.Contains(rest, key) {
 			out = append(out, c.node[key]...)
 		}
@@ -138,6 +139,16 @@ func fails(t *testing.T, r Result, want, msg string) {
 	t.Helper()
 	if assert.False(t, r.Passed(), msg) {
 		assert.Contains(t, strings.Join(r.Missing, "\n"), want, msg)
+	}
+}
+
+// expect says a result passes (want "") or fails naming want.
+func expect(t *testing.T, r Result, want, msg string) {
+	t.Helper()
+	if want == "" {
+		passes(t, r, msg)
+	} else {
+		fails(t, r, want, msg)
 	}
 }
 
@@ -219,11 +230,7 @@ func TestAddStaticPod(t *testing.T) {
 			c := newCluster(t, objects...)
 			c.node["journalctl --unit kubelet"] = tt.journal
 			c.answer("02-static-pod.yaml", tt.answers)
-			if r := c.check(checkAddStaticPod); tt.want == "" {
-				passes(t, r, tt.name)
-			} else {
-				fails(t, r, tt.want, tt.name)
-			}
+			expect(t, c.check(checkAddStaticPod), tt.want, tt.name)
 		})
 	}
 }
@@ -251,11 +258,7 @@ func TestBrokenManifest(t *testing.T) {
 			c := newCluster(t, objects...)
 			c.node["journalctl --unit kubelet"] = tt.journal
 			c.answer("03-reason.txt", tt.answer)
-			if r := c.check(checkBrokenManifest); tt.want == "" {
-				passes(t, r, tt.name)
-			} else {
-				fails(t, r, tt.want, tt.name)
-			}
+			expect(t, c.check(checkBrokenManifest), tt.want, tt.name)
 		})
 	}
 }
@@ -313,11 +316,7 @@ func TestKubeletWillNotStart(t *testing.T) {
 			require.NoError(t, c.client.Tracker().Update(corev1.SchemeGroupVersion.WithResource("nodes"), node(tt.back), ""))
 			c.node["journalctl --unit kubelet"] = tt.journal
 			c.answer("04-kubelet-will-not-start.yaml", tt.answers)
-			if r := c.check(checkKubeletWillNotStart); tt.want == "" {
-				passes(t, r, tt.name)
-			} else {
-				fails(t, r, tt.want, tt.name)
-			}
+			expect(t, c.check(checkKubeletWillNotStart), tt.want, tt.name)
 		})
 	}
 }
@@ -421,11 +420,7 @@ func TestCrictlAndAPIServer(t *testing.T) {
 			maps.Copy(c.raw, tt.raw)
 			c.node["journalctl --unit containerd"] = tt.containerd
 			c.answer("06-crictl-and-apiserver.yaml", tt.answers)
-			if r := c.check(checkCrictlAndAPIServer); tt.want == "" {
-				passes(t, r, tt.name)
-			} else {
-				fails(t, r, tt.want, tt.name)
-			}
+			expect(t, c.check(checkCrictlAndAPIServer), tt.want, tt.name)
 		})
 	}
 }
@@ -691,11 +686,7 @@ func TestDaemonSet(t *testing.T) {
 			}
 			r, err := checkDaemonSet(context.Background(), env)
 			require.NoError(t, err)
-			if tt.want == "" {
-				passes(t, r, tt.name)
-			} else {
-				fails(t, r, tt.want, tt.name)
-			}
+			expect(t, r, tt.want, tt.name)
 		})
 	}
 }

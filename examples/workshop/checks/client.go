@@ -26,6 +26,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubelet-walkthrough/kubelet-walkthrough/chapters/11-client/kubeletclient"
 )
@@ -502,7 +503,7 @@ func checkDaemonSet(ctx context.Context, env Env) (Result, error) {
 		r.missing("the DaemonSet's pod to run the client you built: the program in its container is not .bin/kubelet-client (its SHA-256 is %s) — the image is the README's (examples/rbac/Dockerfile, built with minikube image build from that file); after a new build, delete the pod and let the DaemonSet make it again", built)
 		return r, nil
 	}
-	logs, err := env.Client.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{TailLines: ptr(int64(40))}).Stream(ctx)
+	logs, err := env.Client.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{TailLines: ptr.To(int64(40))}).Stream(ctx)
 	if err != nil {
 		return r, fmt.Errorf("the pod's log: %w", err)
 	}
@@ -526,8 +527,6 @@ func checkDaemonSet(ctx context.Context, env Env) (Result, error) {
 	}
 	return r, nil
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // fileSum256 is the SHA-256 of data, in hex, as sha256sum prints it.
 func fileSum256(data []byte) string {

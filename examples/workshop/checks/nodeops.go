@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -67,7 +68,7 @@ func checkFindStaticPods(ctx context.Context, env Env) (Result, error) {
 	for _, m := range a.MirrorPods {
 		m = normalize(m)
 		if !strings.Contains(m, "/") {
-			for _, full := range sortedKeys(mirrors) {
+			for _, full := range slices.Sorted(maps.Keys(mirrors)) {
 				if strings.HasSuffix(full, "/"+m) {
 					m = full
 				}
@@ -75,12 +76,12 @@ func checkFindStaticPods(ctx context.Context, env Env) (Result, error) {
 		}
 		got[m] = true
 	}
-	for _, m := range sortedKeys(mirrors) {
+	for _, m := range slices.Sorted(maps.Keys(mirrors)) {
 		if !got[m] {
 			r.missing("mirror pod %s in mirrorPods: it has the kubernetes.io/config.mirror annotation (the MIRROR column)", m)
 		}
 	}
-	for _, m := range sortedKeys(got) {
+	for _, m := range slices.Sorted(maps.Keys(got)) {
 		if _, ok := mirrors[m]; !ok {
 			r.missing("%s out of mirrorPods: it is not a mirror pod on %s — its MIRROR column says <none>: the apiserver made it, not a manifest", m, n.Name)
 		}

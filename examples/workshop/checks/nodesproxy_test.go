@@ -66,12 +66,7 @@ func TestNodesProxyExec(t *testing.T) {
 				c.raw[logPath] = tt.logs
 			}
 			c.answer("17-nodes-proxy-exec.yaml", tt.answers)
-			r := c.check(checkNodesProxyExec)
-			if tt.want == "" {
-				passes(t, r, tt.name)
-			} else {
-				fails(t, r, tt.want, tt.name)
-			}
+			expect(t, c.check(checkNodesProxyExec), tt.want, tt.name)
 		})
 	}
 }

@@ -185,13 +185,3 @@ func TestCrashLoop(t *testing.T) {
 		})
 	}
 }
-
-// expect says a result passes (want "") or fails naming want.
-func expect(t *testing.T, r Result, want, msg string) {
-	t.Helper()
-	if want == "" {
-		passes(t, r, msg)
-	} else {
-		fails(t, r, want, msg)
-	}
-}

@@ -182,7 +182,7 @@ func checkNodeNotReady(ctx context.Context, env Env) (Result, error) {
 	switch {
 	case strings.Contains(message, nodeControllerMessage):
 		r.missing("message: %q is the node controller's, when the kubelet stops posting (exercise 4); here the kubelet runs and says why it is not ready", nodeControllerMessage)
-	case !containsAny(message, runtimeMessages):
+	case !slices.ContainsFunc(runtimeMessages, func(m string) bool { return strings.Contains(message, m) }):
 		r.missing("message: the kubelet's own words for a runtime that does not answer, from the Node's Ready condition while it is NotReady; %q is not one of them", a.Message)
 	}
 	since, err := parseTime(a.NotReadySince)
@@ -241,7 +241,7 @@ func checkNodeNotReady(ctx context.Context, env Env) (Result, error) {
 	switch {
 	case said == nil:
 		r.missing("the kubelet's \"Node became not ready\" line at notReadySince (%s) in its journal (sudo journalctl -u kubelet | grep \"Node became not ready\"): is notReadySince the lastTransitionTime you read while the Node was NotReady?", a.NotReadySince)
-	case !containsAny(said.Message, runtimeMessages):
+	case !slices.ContainsFunc(runtimeMessages, func(m string) bool { return strings.Contains(said.Message, m) }):
 		r.missing("the Node NotReady because its runtime stopped: the kubelet's reason then was %q", said.Message)
 	case normalize(a.Message) != said.Message || normalize(a.Reason) != said.Reason:
 		r.missing("reason and message: the kubelet's words at notReadySince, as the Node's Ready condition said them then (its journal's \"Node became not ready\" line has them too)")
@@ -263,15 +263,6 @@ func unitTimestamp(out, property string) time.Time {
 		}
 	}
 	return time.Time{}
-}
-
-func containsAny(s string, subs []string) bool {
-	for _, sub := range subs {
-		if strings.Contains(s, sub) {
-			return true
-		}
-	}
-	return false
 }
 
 // fromKubelet says whether a node's event is the kubelet's own.

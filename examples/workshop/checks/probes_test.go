@@ -95,11 +95,7 @@ func TestReadinessProbe(t *testing.T) {
 			if tt.answers != "" {
 				c.answer("14-readiness-probe.yaml", tt.answers)
 			}
-			if r := c.check(checkReadinessProbe); tt.want == "" {
-				passes(t, r, tt.name)
-			} else {
-				fails(t, r, tt.want, tt.name)
-			}
+			expect(t, c.check(checkReadinessProbe), tt.want, tt.name)
 		})
 	}
 }
@@ -191,11 +187,7 @@ func TestNodeNotReady(t *testing.T) {
 				c.node["journalctl --unit kubelet"] = journalText("kubelet", tt.node.becameAt, `I1202 09:31:40.000000     512 setters.go:552] "Node became not ready" node="minikube" condition=`+string(condition))
 			}
 			c.answer("15-node-not-ready.yaml", tt.answers)
-			if r := c.check(checkNodeNotReady); tt.want == "" {
-				passes(t, r, tt.name)
-			} else {
-				fails(t, r, tt.want, tt.name)
-			}
+			expect(t, c.check(checkNodeNotReady), tt.want, tt.name)
 		})
 	}
 }
