@@ -81,43 +81,6 @@ func TestChapterCitations(t *testing.T) {
 	require.Positive(t, checked, "the notes cite chapter code with line ranges (12-node.md does)")
 }
 
-// TestChapterCitationCheckerCatches proves the check on a small Go file: right citations pass,
-// a declaration cited with the wrong lines and a statement cited from the wrong line fail.
-func TestChapterCitationCheckerCatches(t *testing.T) {
-	dir := t.TempDir()
-	code := "package x\n\n// Start starts.\nfunc Start() error {\n\tif err := run(); err != nil {\n\t\treturn err\n\t}\n\treturn nil\n}\n\nfunc run() error { return nil }\n"
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, "chapters", "x"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "chapters", "x", "x.go"), []byte(code), 0o644))
-	note := filepath.Join(dir, "notes", "n.md")
-	tests := []struct {
-		name, link string
-		wantErr    string // empty: valid
-	}{
-		{"a declaration, exactly", "[`func Start() error {`](../chapters/x/x.go#L4-L9)", ""},
-		{"a statement and its block", "[`if err := run(); err != nil {`](../chapters/x/x.go#L5-L7)", ""},
-		{"a declaration with its doc comment", "[`func Start() error {`](../chapters/x/x.go#L3-L9)", "cite the declaration's own lines"},
-		{"a declaration cut short", "[`func Start() error {`](../chapters/x/x.go#L4-L6)", "cite the declaration's own lines"},
-		{"a statement from the line above", "[`if err := run(); err != nil {`](../chapters/x/x.go#L4-L7)", "not on the first line of the range"},
-		{"text that is not there", "[`return errors.New(\"x\")`](../chapters/x/x.go#L6)", "not in those lines"},
-		{"no such file", "[`x`](../chapters/x/y.go#L1)", "no such file"},
-		{"past the end", "[`x`](../chapters/x/x.go#L20-L30)", "lines out of range"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cites := chapterCitations(note, []byte("See "+tt.link+".\n"))
-			require.Len(t, cites, 1)
-			err := checkChapterCitation(NewSource("test", "test"), cites[0])
-			if tt.wantErr == "" {
-				assert.NoError(t, err)
-				return
-			}
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), tt.wantErr)
-			assert.Contains(t, err.Error(), "n.md:1", "the error names the note and line")
-		})
-	}
-}
-
 // stepCitation is one step of chapter 03's table: the lines of run it covers.
 var stepCitation = regexp.MustCompile(`"(cmd/kubelet/app/server\.go)#L(\d+)(?:-L(\d+))? \(`)
 

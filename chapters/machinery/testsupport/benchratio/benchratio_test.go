@@ -2,8 +2,6 @@ package benchratio
 
 import (
 	"bytes"
-	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,57 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// fewIterations makes testing.Benchmark run n iterations instead of a second's worth, for one test.
-func fewIterations(t *testing.T, n int) {
-	old := flag.Lookup("test.benchtime").Value.String()
-	require.NoError(t, flag.Set("test.benchtime", fmt.Sprintf("%dx", n)))
-	t.Cleanup(func() { _ = flag.Set("test.benchtime", old) })
-}
-
-// report runs a benchmark that calls Report, and returns the metrics it reported.
-func report(s *Sides, num, den string) map[string]float64 {
-	return testing.Benchmark(func(b *testing.B) {
-		for b.Loop() {
-		}
-		s.Report(b, num, den)
-	}).Extra
-}
-
-func TestSidesReport(t *testing.T) {
-	fewIterations(t, 1)
-	tests := []struct {
-		name     string
-		of       string
-		measured [][2]any // side, value, in the order run
-		want     map[string]float64
-	}{
-		{"both sides", "", [][2]any{{"toy", 1.5}, {"real", 2.0}}, map[string]float64{"x-toy/real": 0.75}},
-		{"the numerator ran last", "", [][2]any{{"real", 2.0}, {"toy", 3.0}}, map[string]float64{"x-toy/real": 1.5}},
-		{"of something else than time", "requests", [][2]any{{"toy", 11}, {"real", 1}}, map[string]float64{"x-requests:toy/real": 11}},
-		{"-count=3: the last run against the other side's median", "", [][2]any{{"toy", 1}, {"toy", 9}, {"toy", 2}, {"real", 4}}, map[string]float64{"x-toy/real": 0.5}},
-		{"-count=2: the median of an even count", "", [][2]any{{"toy", 1}, {"toy", 3}, {"real", 8}}, map[string]float64{"x-toy/real": 0.25}},
-		{"one side left out by -bench", "", [][2]any{{"real", 2.0}}, map[string]float64{}},
-		{"nothing measured", "", nil, map[string]float64{}},
-		{"zero denominator", "", [][2]any{{"toy", 1.0}, {"real", 0.0}}, map[string]float64{}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := &Sides{Of: tt.of}
-			for _, m := range tt.measured {
-				s.Set(m[0].(string), toFloat(m[1]))
-			}
-			assert.Equal(t, tt.want, report(s, "toy", "real"))
-		})
-	}
-}
-
-func toFloat(v any) float64 {
-	if i, ok := v.(int); ok {
-		return float64(i)
-	}
-	return v.(float64)
-}
 
 // Parse finds each ratio under the comparison's name, with one value per run, and each side's
 // runs, and nothing else, in testdata/bench.txt: what this repository's benchmarks printed at
