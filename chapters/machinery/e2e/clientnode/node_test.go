@@ -267,7 +267,14 @@ func TestProxy(t *testing.T) {
 	r = f.client(t, "--node", nodeName, "--via=apiserver", "-o", "name")
 	assert.Equal(t, 0, r.code, "a revoked permission still works from the kubelet's cache: %s", r)
 
-	r = f.client(t, "--node", nodeName, "--via=apiserver", "--endpoint=configz")
+	// And the fallback counts: for /configz the kubelet asks for nodes/configz, then nodes/proxy, and
+	// any kubectl logs or exec through the apiserver in the last five minutes (another test's) left
+	// nodes/proxy allowed there. A restarted kubelet remembers nothing.
+	f.inNode(t, "systemctl", "restart", "kubelet")
+	require.Eventually(t, func() bool {
+		r = f.client(t, "--node", nodeName, "--via=apiserver", "--endpoint=configz")
+		return strings.Contains(r.stderr, "403 Forbidden")
+	}, 2*time.Minute, 2*time.Second, "the restarted kubelet refuses the apiserver's identity: %s", &r)
 	assert.Equal(t, 1, r.code, "%s", r)
 	const refused = "error: forbidden: GET /api/v1/nodes/minikube/proxy/configz: 403 Forbidden, relayed from the kubelet: Forbidden (user=kube-apiserver-kubelet-client, verb=get, resource=nodes, subresource(s)=[configz proxy])\n" +
 		"  The kubelet refused the apiserver's own kubelet-client identity (kube-apiserver-kubelet-client) — not yours: the apiserver let you through. That identity needs nodes/proxy; kubeadm binds it to system:kubelet-api-admin: kubectl create clusterrolebinding kubeadm:apiserver-kubelet-client --clusterrole=system:kubelet-api-admin --user=kube-apiserver-kubelet-client\n"
@@ -279,7 +286,9 @@ func TestProxy(t *testing.T) {
 	// The fix it gives is kubeadm's binding, to the letter.
 	f.kubectl(t, strings.Fields(fix[1])...)
 	assert.Equal(t, "system:kubelet-api-admin User kube-apiserver-kubelet-client", f.kubectl(t, "get", "clusterrolebinding", binding, "-o", "jsonpath="+kubeadms))
-	// A permission the kubelet has not been asked about yet, so that no cached answer stands in.
+	// A permission the kubelet has not been asked about since its restart, so that no cached answer
+	// stands in, once the apiserver's authorizer has seen the binding back.
+	f.canI(t, "stats", "--as=kube-apiserver-kubelet-client", "yes")
 	r = f.client(t, "--node", nodeName, "--via=apiserver", "--endpoint=stats/summary")
 	assert.Equal(t, 0, r.code, "%s", r)
 	assert.Contains(t, r.stdout, `"nodeName": "minikube"`)
