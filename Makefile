@@ -90,7 +90,7 @@ TIMED := .ci/timed $(BIN)/make-test
 
 test: ## Everything CI checks (.ci/run calls this), stage by stage, with a time summary at the end.
 	@$(TIMED) begin
-	@$(MAKE) --no-print-directory test-stages; status=$$?; $(TIMED) summary; exit $$status
+	@status=0; $(MAKE) --no-print-directory test-stages || status=$$?; $(TIMED) summary; exit $$status
 
 .PHONY: test-stages test-beside-rehearsal test-rehearsal-then-lab
 test-stages:
