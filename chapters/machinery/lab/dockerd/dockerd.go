@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -175,13 +176,25 @@ func Start(ctx context.Context, opts Options) (*Engine, error) {
 		Pdeathsig:  syscall.SIGTERM,
 		Setpgid:    true, // Ctrl-C on the terminal reaches the caller, which stops the engine in order
 	}
-	if err := e.keeper.Start(); err != nil {
-		return nil, fmt.Errorf("start the engine's keeper: %w", err)
-	}
+	// Pdeathsig is sent when the thread that started the keeper ends, not the process: a goroutine
+	// that ends locked to a thread ends it (a test that dials into a network namespace does), and
+	// the engine would stop under its caller. The goroutine that starts the keeper keeps its thread
+	// until the keeper exits.
+	started := make(chan error, 1)
 	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := e.keeper.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
 		e.keeperErr = e.keeper.Wait()
 		close(e.exited)
 	}()
+	if err := <-started; err != nil {
+		return nil, fmt.Errorf("start the engine's keeper: %w", err)
+	}
 	st := State{KeeperPID: e.PID(), CgroupParent: e.CgroupParent}
 	st.NetNS, _ = os.Readlink(e.NetNS())
 	if data, err := json.Marshal(st); err == nil {
