@@ -193,10 +193,9 @@ func TestMakeRunInDocker(t *testing.T) {
 }
 
 // dialIn dials from the network namespace ns (a /proc/PID/ns/net): a socket belongs to the
-// namespace of the thread that made it, so a goroutine locked to its thread enters ns, dials, and
-// goes back to the thread's own namespace before it lets the thread go. It does not end the thread
-// (a goroutine that ends locked to its thread ends it): a process started from that thread with
-// Pdeathsig, as an engine's keeper once was, would get its signal.
+// namespace of the thread that made it, so a thread of its own enters ns and is never used again
+// (a goroutine that ends locked to its thread ends the thread; the engine's keeper, started with
+// Pdeathsig, is started from a thread held for it: dockerd.Start).
 func dialIn(ns string) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		type result struct {
@@ -206,33 +205,19 @@ func dialIn(ns string) func(ctx context.Context, network, addr string) (net.Conn
 		done := make(chan result, 1)
 		go func() {
 			runtime.LockOSThread()
-			own, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
-			if err != nil {
-				runtime.UnlockOSThread()
-				done <- result{err: err}
-				return
-			}
-			defer own.Close()
 			f, err := os.Open(ns)
 			if err != nil {
-				runtime.UnlockOSThread()
 				done <- result{err: err}
 				return
 			}
 			defer f.Close()
 			if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-				runtime.UnlockOSThread()
 				done <- result{err: fmt.Errorf("enter %s: %w", ns, err)}
 				return
 			}
 			var d net.Dialer
 			conn, err := d.DialContext(ctx, network, addr)
 			done <- result{conn, err}
-			// Back to its own namespace, the thread serves other goroutines again; if it cannot
-			// go back, it stays locked and ends with this goroutine.
-			if unix.Setns(int(own.Fd()), unix.CLONE_NEWNET) == nil {
-				runtime.UnlockOSThread()
-			}
 		}()
 		r := <-done
 		return r.conn, r.err
