@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -89,7 +88,9 @@ func TestInterruptLeavesNothing(t *testing.T) {
 		return len(dirs) > 0
 	}
 	require.Eventually(t, building, time.Minute, 10*time.Millisecond, "the check makes its directory")
-	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGINT))
+	self, err := os.FindProcess(os.Getpid())
+	require.NoError(t, err)
+	require.NoError(t, self.Signal(os.Interrupt)) // Ctrl-C
 	select {
 	case err := <-done:
 		require.Error(t, err)
