@@ -214,7 +214,7 @@ func TestMakeRunInDockerGivesWhatEachChapterNeeds(t *testing.T) {
 				}
 				assert.NotContains(t, []string{"--privileged", "--network", "--net", "--pid", "--ipc", "--cap-add=ALL"}, o)
 			}
-			// Removed once docker run has returned (not --rm: Docker 20.10 may lose the exit status).
+			// Removed once docker run has returned, however it ended (not --rm: a killed docker would leave it running).
 			name := options[slices.Index(options, "--name")+1]
 			assert.Equal(t, []string{"container", "rm", "--force", "--volumes", name}, calls[len(calls)-1][1:], "the container removed at the end")
 			assert.Equal(t, tt.publish, published, "published ports")
